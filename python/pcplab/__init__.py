@@ -1,0 +1,8 @@
+"""pcplab: a laboratory for the Linux page allocator's per-CPU page lists (PCP)."""
+
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("pcplab")
+except PackageNotFoundError:  # running from a source tree that is not installed
+    __version__ = "0+unknown"

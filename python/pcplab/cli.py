@@ -1,0 +1,414 @@
+"""The pcplab command line: parse flags, build the engine's JSON, print results."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from pcplab import engine
+from pcplab.errors import BadInput, EngineError, InvariantViolation, PcplabError
+from pcplab.summary import format_summary, format_table
+
+MIB = 1 << 20
+GIB = 1 << 30
+GUARD_MIN_MARGIN = 256 * MIB  # memory kept free beside a run, at least ...
+GUARD_MARGIN_FRACTION = 0.05  # ... or this share of MemAvailable if larger
+MEMINFO = Path("/proc/meminfo")
+MANUAL_FLAGS = {
+    "managed_pages": "--managed-pages",
+    "low_wmark": "--low-wmark",
+    "cpus": "--cpus",
+}
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 88}
+
+
+def _emit_json(data: Any) -> None:
+    """Print `data` as indented JSON on stdout."""
+    click.echo(json.dumps(data, indent=2))
+
+
+def _check_output_path(path: str | None) -> None:
+    """Refuse an --output file that cannot be written, before anything runs."""
+    if path is None:
+        return
+    target = Path(path)
+    parent = target.parent  # Path("r.json").parent is Path(".")
+    if target.is_dir():
+        raise BadInput(f"--output {path} is a directory; give a file name")
+    if not parent.is_dir() or not os.access(parent, os.W_OK):
+        raise BadInput(
+            f"--output {path}: directory {parent} does not exist or is not "
+            "writable; give a file in a writable directory"
+        )
+
+
+def mem_available_bytes() -> int:
+    """Return MemAvailable of /proc/meminfo in bytes."""
+    for line in MEMINFO.read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key == "MemAvailable":
+            return int(value.split()[0]) * 1024
+    raise PcplabError(f"{MEMINFO} has no MemAvailable line")
+
+
+def check_memory(needed: int, available: int) -> None:
+    """Refuse a run that would touch more than MemAvailable less the margin."""
+    margin = max(GUARD_MIN_MARGIN, int(available * GUARD_MARGIN_FRACTION))
+    usable = available - margin
+    if needed > usable:
+        raise BadInput(
+            f"the run would touch {needed / GIB:.2f} GiB but at most "
+            f"{max(usable, 0) / GIB:.2f} GiB may be used (MemAvailable "
+            f"{available / GIB:.2f} GiB less a margin of {margin / GIB:.2f} GiB); "
+            "lower --tasks, --size-mib or --memory-mib"
+        )
+
+
+@click.group(context_settings=CONTEXT, invoke_without_command=True)
+@click.version_option(package_name="pcplab", prog_name="pcplab")
+@click.pass_context
+def cli(ctx: click.Context) -> None:
+    """Laboratory for the Linux page allocator's per-CPU page lists (PCP)."""
+    if ctx.invoked_subcommand is None:
+        click.echo(ctx.get_help())
+
+
+def _host_rows(high_fraction: int | None, kernel: str | None) -> list[dict[str, Any]]:
+    """Model every populated zone of this host and pair it with the kernel's view."""
+    from pcplab import zoneinfo  # only this path reads /proc
+
+    zones = [z for z in zoneinfo.read_host_zoneinfo() if z.managed > 0]
+    if not zones:
+        raise PcplabError("/proc/zoneinfo lists no zone with managed pages")
+    fraction = zoneinfo.read_high_fraction() if high_fraction is None else high_fraction
+    request: dict[str, Any] = {"high_fraction": fraction, "zones": []}
+    if kernel is not None:
+        request["kernel"] = kernel
+    for z in zones:
+        request["zones"].append(
+            {
+                "node": z.node,
+                "name": z.zone,
+                "managed_pages": z.managed,
+                "low_wmark": z.low,
+                "cpus": zoneinfo.node_cpus(z.node),
+            }
+        )
+    models = engine.pagesets(request).get("zones") or []
+    if len(models) != len(zones):
+        raise EngineError(f"pagesets replied {len(models)} zones for {len(zones)}")
+    rows = []
+    for z, asked, model in zip(zones, request["zones"], models, strict=True):
+        first = min(z.pagesets, key=lambda p: p.cpu) if z.pagesets else None
+        kernel_view = None
+        mismatched = []
+        if first is not None:
+            kernel_view = {
+                "cpu": first.cpu,
+                "batch": first.batch,
+                "high": first.high,
+                "high_min": first.high_min,
+                "high_max": first.high_max,
+            }
+            # Kernels before 6.7 show no high_min/high_max: compare high then.
+            keys = ["batch"] + (
+                ["high_min", "high_max"] if first.high_min is not None else ["high"]
+            )
+            mismatched = [k for k in keys if model.get(k) != kernel_view[k]]
+        rows.append(
+            {
+                "node": z.node,
+                "zone": z.zone,
+                "managed_pages": z.managed,
+                "low_wmark": z.low,
+                "cpus": asked["cpus"],
+                "high_fraction": fraction,
+                "model": {
+                    k: model.get(k) for k in ("batch", "high", "high_min", "high_max")
+                },
+                "kernel": kernel_view,
+                "match": None if kernel_view is None else not mismatched,
+                "mismatched": mismatched,
+            }
+        )
+    return rows
+
+
+def _print_host_rows(rows: list[dict[str, Any]]) -> None:
+    """Print the host pagesets table: model values beside the kernel's."""
+
+    def pair(row: dict[str, Any], key: str) -> str:
+        kernel_value = (row["kernel"] or {}).get(key)
+        shown = "n/a" if kernel_value is None else str(kernel_value)
+        return f"{row['model'][key]}/{shown}"
+
+    headers = [
+        "node",
+        "zone",
+        "managed",
+        "low",
+        "cpus",
+        "batch",
+        "high_min",
+        "high_max",
+        "match",
+    ]
+    table = []
+    for row in rows:
+        if row["match"] is None:
+            match = "n/a (no pageset)"
+        else:
+            match = "yes" if row["match"] else "no: " + ",".join(row["mismatched"])
+        table.append(
+            [
+                row["node"],
+                row["zone"],
+                row["managed_pages"],
+                row["low_wmark"],
+                row["cpus"],
+                pair(row, "batch"),
+                pair(row, "high_min"),
+                pair(row, "high_max"),
+                match,
+            ]
+        )
+    fraction = rows[0]["high_fraction"]
+    click.echo(
+        f"model/kernel pagesets (kernel: first CPU's pageset in /proc/zoneinfo; "
+        f"percpu_pagelist_high_fraction {fraction})"
+    )
+    for line in format_table(headers, table, left=2):
+        click.echo(line)
+
+
+@cli.command(short_help="The pcp batch and high of a zone, or of this host.")
+@click.option(
+    "--host",
+    is_flag=True,
+    help="Model every zone of this host (/proc/zoneinfo) beside the kernel's values.",
+)
+@click.option(
+    "--managed-pages", type=int, metavar="N", help="Managed pages of the zone."
+)
+@click.option(
+    "--low-wmark", type=int, metavar="L", help="Low watermark of the zone, in pages."
+)
+@click.option("--cpus", type=int, metavar="C", help="CPUs of the zone's node.")
+@click.option(
+    "--high-fraction",
+    type=int,
+    metavar="F",
+    help="vm.percpu_pagelist_high_fraction (default 0; with --host the live value).",
+)
+@click.option(
+    "--kernel", metavar="V", help="Model generation, e.g. 6.18 (the default)."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def pagesets(
+    host: bool,
+    managed_pages: int | None,
+    low_wmark: int | None,
+    cpus: int | None,
+    high_fraction: int | None,
+    kernel: str | None,
+    as_json: bool,
+) -> None:
+    """Compute pcp batch, high_min and high_max of a zone the kernel's way."""
+    given = {"managed_pages": managed_pages, "low_wmark": low_wmark, "cpus": cpus}
+    if host:
+        extra = [MANUAL_FLAGS[k] for k, v in given.items() if v is not None]
+        if extra:
+            raise BadInput(
+                f"--host reads the zones from /proc/zoneinfo; drop {', '.join(extra)}"
+            )
+        rows = _host_rows(high_fraction, kernel)
+        if as_json:
+            _emit_json(rows)
+        else:
+            _print_host_rows(rows)
+        return
+    missing = [MANUAL_FLAGS[k] for k, v in given.items() if v is None]
+    if missing:
+        raise BadInput(
+            f"pagesets needs {', '.join(missing)}; give --managed-pages, "
+            "--low-wmark and --cpus, or --host"
+        )
+    zone = {"node": 0, "name": "Normal", **given}
+    request: dict[str, Any] = {"zones": [zone]}
+    if kernel is not None:
+        request["kernel"] = kernel
+    if high_fraction is not None:
+        request["high_fraction"] = high_fraction
+    model = engine.pagesets(request)["zones"][0]
+    answer = {k: model[k] for k in ("batch", "high_min", "high_max")}
+    if as_json:
+        _emit_json(answer)
+        return
+    headers = ["zone", "managed_pages", "low_wmark", "cpus", *answer]
+    for line in format_table(
+        headers, [[zone["name"], *given.values(), *answer.values()]]
+    ):
+        click.echo(line)
+
+
+@cli.command(short_help="Run a workload; report throughput and latency.")
+@click.option(
+    "--engine",
+    "engine_name",
+    default=engine.DEFAULT_ENGINE,
+    show_default=True,
+    metavar="E",
+    help=f"Engine: {', '.join(engine.KNOWN_ENGINES)} (if built).",
+)
+@click.option(
+    "--workload",
+    required=True,
+    metavar="W",
+    help="Workload, e.g. page_fault1 or mmap_fill.",
+)
+@click.option(
+    "--tasks",
+    type=int,
+    required=True,
+    metavar="N",
+    help="Tasks; each is one model CPU.",
+)
+@click.option("--duration", type=float, metavar="S", help="Measured seconds.")
+@click.option("--warmup", type=float, metavar="S", help="Seconds run before measuring.")
+@click.option(
+    "--kernel", metavar="V", help="Model generation, e.g. 6.18 (the default)."
+)
+@click.option("--batch", type=int, metavar="B", help="Override pcp->batch.")
+@click.option(
+    "--high",
+    type=int,
+    metavar="H",
+    help="Override pcp->high (high_min = high_max = H).",
+)
+@click.option(
+    "--high-fraction",
+    type=int,
+    metavar="F",
+    help="vm.percpu_pagelist_high_fraction (0 or >= 8).",
+)
+@click.option("--scale-max", type=int, metavar="S", help="pcp_batch_scale_max (0..6).")
+@click.option(
+    "--relinquish",
+    metavar="off|contended|batched",
+    help="How long free_pcppages_bulk holds zone->lock.",
+)
+@click.option(
+    "--no-free-scaling",
+    is_flag=True,
+    help="Do not scale the free batch (the 2023 debug kernel).",
+)
+@click.option(
+    "--memory-mib",
+    type=int,
+    metavar="M",
+    help="Managed memory of the model's zone (default: MemTotal).",
+)
+@click.option("--size-mib", type=int, metavar="M", help="Per-task mapping size.")
+@click.option("--seed", type=int, metavar="N", help="Random seed.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result JSON.")
+@click.option("--output", metavar="FILE", help="Also write the result JSON to FILE.")
+def run(
+    engine_name: str,
+    workload: str,
+    tasks: int,
+    duration: float | None,
+    warmup: float | None,
+    kernel: str | None,
+    batch: int | None,
+    high: int | None,
+    high_fraction: int | None,
+    scale_max: int | None,
+    relinquish: str | None,
+    no_free_scaling: bool,
+    memory_mib: int | None,
+    size_mib: int | None,
+    seed: int | None,
+    as_json: bool,
+    output: str | None,
+) -> None:
+    """Run a workload on an engine and report throughput, contention, latency."""
+    if high is not None and high_fraction is not None:
+        raise BadInput(
+            "--high and --high-fraction exclude each other; give one of them"
+        )
+    engine.engine_binary(engine_name)  # refuse an engine that is not built
+    _check_output_path(output)
+    spec: dict[str, Any] = {"engine": engine_name, "workload": workload, "tasks": tasks}
+    optional = {
+        "duration_s": duration,
+        "warmup_s": warmup,
+        "kernel": kernel,
+        "batch": batch,
+        "high": high,
+        "high_fraction": high_fraction,
+        "scale_max": scale_max,
+        "relinquish": relinquish,
+        "memory_mib": memory_mib,
+        "size_mib": size_mib,
+        "seed": seed,
+    }
+    spec.update({key: value for key, value in optional.items() if value is not None})
+    if no_free_scaling:
+        spec["no_free_scaling"] = True
+    resolved = engine.resolve(spec)
+    needed = resolved.get("memory_bytes")
+    if isinstance(needed, bool) or not isinstance(needed, (int, float)):
+        raise EngineError("the engine's resolve reply has no number memory_bytes")
+    check_memory(int(needed), mem_available_bytes())
+    violation = None
+    try:
+        result = engine.run(spec)
+    except InvariantViolation as exc:
+        result, violation = exc.result, exc
+    if output is not None:
+        Path(output).write_text(json.dumps(result, indent=2) + "\n")
+    if as_json:
+        _emit_json(result)
+    else:
+        click.echo(format_summary(result))
+    if violation is not None:
+        raise violation
+
+
+def _usage_line(exc: click.UsageError) -> str:
+    """Reduce a click usage error to one line saying where the allowed is told."""
+    message = " ".join(exc.format_message().split()).rstrip(".")
+    where = exc.ctx.command_path if exc.ctx is not None else "pcplab"
+    return f"pcplab: error: {message}; see '{where} --help' for what is allowed"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the pcplab CLI; bad input gives one stderr line and exit status 2."""
+    try:
+        status = cli.main(args=argv, prog_name="pcplab", standalone_mode=False)
+    except click.UsageError as exc:
+        click.echo(_usage_line(exc), err=True)
+        return 2
+    except PcplabError as exc:
+        click.echo(exc.line, err=True)
+        return exc.exit_status
+    except click.ClickException as exc:
+        message = " ".join(exc.format_message().split())
+        click.echo(f"pcplab: error: {message}", err=True)
+        return exc.exit_code
+    except click.Abort:
+        click.echo("pcplab: interrupted", err=True)
+        return 130
+    except OSError as exc:
+        click.echo(f"pcplab: error: {exc}", err=True)
+        return 1
+    return status if isinstance(status, int) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

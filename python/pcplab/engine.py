@@ -1,0 +1,108 @@
+"""Find and run the C engine binaries: a JSON request on stdin, JSON on stdout."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from pcplab.errors import BadInput, EngineError, InvariantViolation
+
+# The engines of the design; which of them are built is read from _bin.
+KNOWN_ENGINES = ("native", "sim", "host")
+DEFAULT_ENGINE = "native"
+_PREFIX = "pcplab-"
+
+
+def bin_dir() -> Path:
+    """Return the directory where CMake installed the engine binaries."""
+    return Path(__file__).resolve().parent / "_bin"
+
+
+def built_engines() -> list[str]:
+    """Return the names of the engines whose binaries are installed, sorted."""
+    directory = bin_dir()
+    if not directory.is_dir():
+        return []
+    return sorted(
+        path.name.removeprefix(_PREFIX)
+        for path in directory.iterdir()
+        if path.name.startswith(_PREFIX) and os.access(path, os.X_OK)
+    )
+
+
+def engine_binary(engine: str) -> Path:
+    """Return the binary of `engine`, or raise BadInput if it is not built."""
+    built = built_engines()
+    if engine in built:
+        return bin_dir() / f"{_PREFIX}{engine}"
+    allowed = ", ".join(built) or "none (run 'make setup')"
+    if engine in KNOWN_ENGINES:
+        raise BadInput(f"engine '{engine}' is not built yet; built engines: {allowed}")
+    raise BadInput(f"unknown engine '{engine}'; built engines: {allowed}")
+
+
+def _describe_exit(returncode: int) -> str:
+    """Say how a child process ended, naming the signal if one killed it."""
+    if returncode < 0:
+        try:
+            return f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exit status {returncode}"
+
+
+def call(engine: str, command: str, request: dict[str, Any]) -> dict[str, Any]:
+    """Run `pcplab-<engine> <command>` with `request` on stdin; return its reply."""
+    binary = engine_binary(engine)
+    what = f"{binary.name} {command}"
+    try:
+        proc = subprocess.run(
+            [str(binary), command],
+            input=json.dumps(request),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except OSError as exc:
+        raise EngineError(f"cannot start {binary}: {exc.strerror}") from exc
+    message = proc.stderr.strip()
+    if proc.returncode == 2:
+        raise BadInput.relayed(message or f"pcplab: {what} rejected its input")
+    if proc.returncode not in (0, 3):
+        detail = f": {message}" if message else ""
+        raise EngineError(f"{what} failed ({_describe_exit(proc.returncode)}){detail}")
+    if message:
+        print(message, file=sys.stderr)  # warnings of a successful run
+    try:
+        reply = json.loads(proc.stdout)
+    except json.JSONDecodeError as exc:
+        raise EngineError(f"{what} wrote no valid JSON: {exc}") from exc
+    if not isinstance(reply, dict):
+        raise EngineError(f"{what} wrote JSON that is not an object")
+    if proc.returncode == 3:
+        violations = (reply.get("invariants") or {}).get("violations") or []
+        first = violations[0] if violations else "no violation was named"
+        raise InvariantViolation(
+            f"invariant violated: {first} ({len(violations)} in all)", reply
+        )
+    return reply
+
+
+def pagesets(request: dict[str, Any]) -> dict[str, Any]:
+    """Ask the model for the batch, high_min and high_max of the request's zones."""
+    return call(DEFAULT_ENGINE, "pagesets", request)
+
+
+def resolve(spec: dict[str, Any]) -> dict[str, Any]:
+    """Validate `spec` and fill in its defaults without running anything."""
+    return call(spec.get("engine", DEFAULT_ENGINE), "resolve", spec)
+
+
+def run(spec: dict[str, Any]) -> dict[str, Any]:
+    """Run the workload of `spec` on its engine and return the result."""
+    return call(spec.get("engine", DEFAULT_ENGINE), "run", spec)

@@ -1,0 +1,40 @@
+"""Exceptions that the CLI turns into one stderr line and an exit status."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class PcplabError(Exception):
+    """A failure reported as one stderr line with `exit_status`."""
+
+    exit_status = 1
+
+    def __init__(self, message: str, *, prefix: str = "pcplab: error: ") -> None:
+        super().__init__(message)
+        self.line = f"{prefix}{message}"
+
+
+class BadInput(PcplabError):
+    """Bad input: what is wrong and what is allowed; nothing was run (exit 2)."""
+
+    exit_status = 2
+
+    @classmethod
+    def relayed(cls, line: str) -> BadInput:
+        """Wrap the engine's own bad-input line, which is printed unchanged."""
+        return cls(line, prefix="")
+
+
+class EngineError(PcplabError):
+    """The engine binary failed for a reason other than bad input (exit 1)."""
+
+
+class InvariantViolation(PcplabError):
+    """The engine found an allocator invariant broken; the result is kept (exit 3)."""
+
+    exit_status = 3
+
+    def __init__(self, message: str, result: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.result = result

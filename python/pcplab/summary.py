@@ -1,0 +1,182 @@
+"""Readable text summary of an engine result, and the table helper it uses."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pcplab.funclatency import format_funclatency
+
+NA = "n/a"
+HISTOGRAMS = ("rmqueue_bulk", "free_pcppages_bulk")
+INDENT = "  "
+
+
+def format_value(value: Any) -> str:
+    """Format one result value: n/a for null, yes/no, integers, rounded floats."""
+    if value is None:
+        return NA
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.0f}" if abs(value) >= 100 else f"{value:.2f}"
+    return str(value)
+
+
+def format_table(
+    headers: Sequence[str], rows: Sequence[Sequence[Any]], left: int = 1
+) -> list[str]:
+    """Align rows under headers: the first `left` columns left, the others right."""
+    cells = [list(headers)] + [[format_value(c) for c in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    lines = []
+    for row in cells:
+        parts = [
+            cell.ljust(width) if i < left else cell.rjust(width)
+            for i, (cell, width) in enumerate(zip(row, widths, strict=True))
+        ]
+        lines.append((INDENT + "  ".join(parts)).rstrip())
+    return lines
+
+
+def _mapping_table(section: Mapping[str, Any] | None) -> list[str]:
+    """Return a one-row table of a flat section such as throughput or pcp."""
+    if not section:
+        return [f"{INDENT}{NA}"]
+    return format_table(list(section), [list(section.values())], left=0)
+
+
+def _header(result: Mapping[str, Any]) -> list[str]:
+    """Return the title line and the resolved spec of the run."""
+    spec = result.get("spec") or {}
+    title = (
+        f"pcplab run: engine {format_value(result.get('engine'))}, "
+        f"workload {format_value(spec.get('workload'))}, "
+        f"{format_value(result.get('tasks'))} tasks, "
+        f"{format_value(result.get('duration_s'))} s measured"
+    )
+    scalars = [
+        f"{key} {format_value(value)}"
+        for key, value in spec.items()
+        if not isinstance(value, (list, dict))
+    ]
+    lines = [title]
+    lines += textwrap.wrap(
+        "spec: " + ", ".join(scalars), width=88, subsequent_indent=INDENT
+    )
+    machine = result.get("machine")
+    if isinstance(machine, Mapping):
+        machine = ", ".join(
+            f"{key} {format_value(value)}"
+            for key, value in machine.items()
+            if not isinstance(value, (list, dict))
+        )
+    if machine:
+        lines += textwrap.wrap(
+            f"machine: {machine}", width=88, subsequent_indent=INDENT
+        )
+    return lines
+
+
+def _pagesets(result: Mapping[str, Any]) -> list[str]:
+    """Return the table of the model's pagesets (one row per zone)."""
+    pagesets = result.get("pagesets") or []
+    if not pagesets:
+        return [f"{INDENT}{NA}"]
+    headers = list(pagesets[0])
+    rows = [[ps.get(h) for h in headers] for ps in pagesets]
+    return format_table(headers, rows, left=2)
+
+
+def _latency(result: Mapping[str, Any]) -> list[str]:
+    """Return the avg/p50/p99/max latency table, one row per timed function."""
+    latency = result.get("latency_ns") or {}
+    headers = ["function", "count", "avg", "p50", "p99", "max"]
+    rows = [
+        [name] + [(stats or {}).get(h) for h in headers[1:]]
+        for name, stats in latency.items()
+    ]
+    return format_table(headers, rows) if rows else [f"{INDENT}{NA}"]
+
+
+def _histogram(name: str, stats: Mapping[str, Any] | None) -> list[str]:
+    """Return the funclatency histogram of one function, indented."""
+    lines = [f"funclatency {name} (entry to return, lock wait included):"]
+    if not stats or not stats.get("log2_hist"):
+        return lines + [f"{INDENT}{NA}"]
+    count = stats.get("count")
+    total = stats.get("total")
+    if total is None and count and stats.get("avg") is not None:
+        total = round(stats["avg"] * count)  # the schema carries avg, not the sum
+    text = format_funclatency(stats["log2_hist"], total=total, count=count)
+    return lines + text.splitlines()
+
+
+def _lock_hold(result: Mapping[str, Any]) -> list[str]:
+    """Return the zone->lock hold-time table."""
+    locks = result.get("lock_hold_ns") or {}
+    headers = ["lock", "count", "avg", "p99", "max"]
+    rows = [
+        [name.replace("_lock", "->lock")] + [(stats or {}).get(h) for h in headers[1:]]
+        for name, stats in locks.items()
+    ]
+    return format_table(headers, rows) if rows else [f"{INDENT}{NA}"]
+
+
+def _samples(result: Mapping[str, Any]) -> list[str]:
+    """Return the per-second ops samples, will-it-scale style, wrapped."""
+    samples = result.get("samples") or []
+    if not samples:
+        return [f"{INDENT}{NA}"]
+    text = ", ".join(
+        f"{format_value(s.get('t_s'))}s {format_value(s.get('ops'))}" for s in samples
+    )
+    return textwrap.wrap(
+        text, width=86, initial_indent=INDENT, subsequent_indent=INDENT
+    )
+
+
+def _invariants(result: Mapping[str, Any]) -> list[str]:
+    """Return the invariant checks and every violation found."""
+    inv = result.get("invariants") or {}
+    violations = inv.get("violations") or []
+    lines = [
+        f"{INDENT}checked {format_value(inv.get('checked'))}, "
+        f"pages conserved {format_value(inv.get('pages_conserved'))}, "
+        f"violations {len(violations)}"
+    ]
+    return lines + [f"{INDENT}{INDENT}{v}" for v in violations]
+
+
+def _unavailable(result: Mapping[str, Any]) -> list[str]:
+    """Return each field the engine could not measure, with its reason."""
+    unavailable = result.get("unavailable") or {}
+    if not unavailable:
+        return [f"{INDENT}none"]
+    return [f"{INDENT}{field}: {reason}" for field, reason in unavailable.items()]
+
+
+def format_summary(result: Mapping[str, Any]) -> str:
+    """Return the readable text summary of one engine result."""
+    latency = result.get("latency_ns") or {}
+    sections: list[list[str]] = [
+        _header(result),
+        ["pagesets:", *_pagesets(result)],
+        ["throughput:", *_mapping_table(result.get("throughput"))],
+        [
+            "contention (% of all CPU time spent waiting):",
+            *_mapping_table(result.get("contention")),
+        ],
+        ["latency (ns):", *_latency(result)],
+    ]
+    sections += [_histogram(name, latency.get(name)) for name in HISTOGRAMS]
+    sections += [
+        ["lock hold time (ns):", *_lock_hold(result)],
+        ["pcp:", *_mapping_table(result.get("pcp"))],
+        ["vmstat:", *_mapping_table(result.get("vmstat"))],
+        ["samples (ops per second):", *_samples(result)],
+        ["invariants:", *_invariants(result)],
+        ["unavailable:", *_unavailable(result)],
+    ]
+    return "\n\n".join("\n".join(section) for section in sections)

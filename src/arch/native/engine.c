@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The native engine: one pinned thread per task, each the model CPU of the
+ * same number, running a workload on the model for real time; the main
+ * thread warms up, samples ops once a second (as will-it-scale does),
+ * applies pcp_batch_scale_max changes on schedule, then checks that every
+ * page came back.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <pcplab/engine.h>
+#include <pcplab/workload.h>
+#include "native.h"
+
+struct native_run {
+	const struct spec *spec;
+	const struct workload *wl;
+	struct task *tasks;
+	pthread_barrier_t start;
+	int stop;
+	int epoch;
+	int alloc_failed;
+	cpu_set_t allowed;
+	int nr_allowed;
+};
+
+/* The host's memory, the default size of the model's zone. */
+unsigned long engine_default_memory_mib(void)
+{
+	return (unsigned long)sysconf(_SC_PHYS_PAGES) *
+		       (unsigned long)sysconf(_SC_PAGESIZE) >>
+	       20;
+}
+
+/*
+ * Peak memory a native run touches: the tasks' mappings, as much again for
+ * pages parked on pagesets and reuse slack, the struct pages of the
+ * touched sections, and per-CPU statistics.
+ */
+unsigned long engine_memory_bytes(const struct spec *spec)
+{
+	unsigned long frames = 2UL * spec->tasks * (spec->size_mib << 20);
+	unsigned long memmap = (frames / (PAGES_PER_SECTION * PAGE_SIZE) + 2) *
+			       PAGES_PER_SECTION * sizeof(struct page);
+
+	return frames + memmap +
+	       (unsigned long)spec->tasks *
+		       (sizeof(struct cpu_stats) + sizeof(struct task));
+}
+
+static void cpu_model(char *buf, size_t len)
+{
+	char line[512];
+	FILE *f = fopen("/proc/cpuinfo", "r");
+
+	snprintf(buf, len, "unknown");
+	while (f && fgets(line, sizeof(line), f)) {
+		char *colon = strchr(line, ':');
+
+		if (strncmp(line, "model name", 10) || !colon)
+			continue;
+		snprintf(buf, len, "%s", colon + 2);
+		buf[strcspn(buf, "\n")] = 0;
+		break;
+	}
+	if (f)
+		fclose(f);
+}
+
+/* The machine the run used: this host. */
+cJSON *engine_machine_json(const struct spec *spec)
+{
+	cJSON *o = cJSON_CreateObject();
+	char model[256];
+
+	cpu_model(model, sizeof(model));
+	cJSON_AddStringToObject(o, "name", "host");
+	cJSON_AddStringToObject(o, "cpu_model", model);
+	cJSON_AddNumberToObject(o, "host_cpus",
+				(double)sysconf(_SC_NPROCESSORS_ONLN));
+	cJSON_AddNumberToObject(o, "model_cpus", spec->tasks);
+	cJSON_AddNumberToObject(o, "nodes", 1);
+	cJSON_AddNumberToObject(o, "memory_mib", (double)spec->memory_mib);
+	cJSON_AddStringToObject(o, "clock",
+				tsc_usable ? "tsc" : "clock_gettime");
+	return o;
+}
+
+/* Pin the calling thread to the @n-th CPU the process may use. */
+static void pin_to(const struct native_run *run, int n)
+{
+	cpu_set_t set;
+	int want = n % run->nr_allowed, seen = 0;
+
+	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+		if (!CPU_ISSET(cpu, &run->allowed))
+			continue;
+		if (seen++ == want) {
+			CPU_ZERO(&set);
+			CPU_SET(cpu, &set);
+			pthread_setaffinity_np(pthread_self(), sizeof(set),
+					       &set);
+			return;
+		}
+	}
+}
+
+static struct native_run *the_run;
+
+static void *task_main(void *arg)
+{
+	struct task *t = arg;
+	struct native_run *run = the_run;
+
+	pin_to(run, t->cpu);
+	current_cpu = t->cpu;
+	current_stats = cpu_stats_of(t->cpu);
+	pthread_barrier_wait(&run->start);
+	while (!READ_ONCE(run->stop)) {
+		if (run->wl->iteration(t)) {
+			WRITE_ONCE(run->alloc_failed, 1);
+			break;
+		}
+	}
+	return NULL;
+}
+
+static u64 total_ops(const struct native_run *run)
+{
+	u64 sum = 0;
+
+	for (int i = 0; i < run->spec->tasks; i++)
+		sum += READ_ONCE(run->tasks[i].ops);
+	return sum;
+}
+
+static void sleep_ns(u64 ns)
+{
+	struct timespec ts = {(time_t)(ns / 1000000000ULL),
+			      (long)(ns % 1000000000ULL)};
+
+	nanosleep(&ts, NULL);
+}
+
+/*
+ * The measured window: sample ops every second, apply the scale-max
+ * schedule (times count from the start of measuring), stop at the end.
+ */
+static void measure(struct native_run *run, struct run_result *res)
+{
+	const struct spec *spec = run->spec;
+	u64 start, end, next_sample, last_ops, ops0;
+	int next_sched = 0;
+
+	sleep_ns((u64)(spec->warmup_s * 1e9));
+	WRITE_ONCE(run->epoch, 1);
+	start = now_ns();
+	ops0 = last_ops = total_ops(run);
+	end = start + (u64)(spec->duration_s * 1e9);
+	next_sample = start + 1000000000ULL;
+
+	for (u64 now = start; now < end && !READ_ONCE(run->alloc_failed);
+	     now = now_ns()) {
+		while (next_sched < spec->nr_schedule &&
+		       (double)(now - start) / 1e9 >=
+			       spec->schedule[next_sched].t_s)
+			pcp_batch_scale_max_set(
+				spec->schedule[next_sched++].value);
+		if (now >= next_sample && res->nr_samples < MAX_SAMPLES) {
+			u64 ops = total_ops(run);
+
+			res->samples[res->nr_samples++] = ops - last_ops;
+			last_ops = ops;
+			next_sample += 1000000000ULL;
+		}
+		sleep_ns(min(end - now, 10000000ULL));
+	}
+	res->ops = total_ops(run) - ops0;
+	res->duration_s = (double)(now_ns() - start) / 1e9;
+	WRITE_ONCE(run->stop, 1);
+}
+
+static int start_tasks(struct native_run *run, pthread_t *threads, char *err)
+{
+	const struct spec *spec = run->spec;
+
+	for (int i = 0; i < spec->tasks; i++) {
+		struct task *t = &run->tasks[i];
+
+		t->cpu = i;
+		t->size_pages = (spec->size_mib << 20) / PAGE_SIZE;
+		t->stop = &run->stop;
+		t->epoch = &run->epoch;
+		prandom_seed(&t->rnd, spec->seed + (u64)i);
+		if (task_mm_init(&t->mm, t->size_pages) ||
+		    pthread_create(&threads[i], NULL, task_main, t)) {
+			snprintf(err, ERRLEN, "cannot start task %d: %s", i,
+				 strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Run @spec on real threads; fill @res. 0, or -1 with @err. */
+int engine_run(const struct spec *spec, struct run_result *res, char *err)
+{
+	struct zone_desc zd = {.node = 0,
+			       .type = ZONE_NORMAL,
+			       .managed_pages = spec->memory_mib << 8};
+	struct native_run run = {.spec = spec};
+	pthread_t *threads = calloc((size_t)spec->tasks, sizeof(*threads));
+	unsigned long held = 0;
+
+	native_platform_init();
+	run.wl = find_workload(spec->workload);
+	run.tasks = calloc((size_t)spec->tasks, sizeof(*run.tasks));
+	sched_getaffinity(0, sizeof(run.allowed), &run.allowed);
+	run.nr_allowed = CPU_COUNT(&run.allowed);
+	if (!threads || !run.tasks ||
+	    free_area_init(&zd, 1, spec->tasks, NULL) ||
+	    native_frames_map(
+		    DIV_ROUND_UP(zd.managed_pages, PAGES_PER_SECTION) *
+		    PAGES_PER_SECTION)) {
+		snprintf(err, ERRLEN, "cannot set up a %lu MiB zone",
+			 spec->memory_mib);
+		return -1;
+	}
+	the_run = &run;
+	pthread_barrier_init(&run.start, NULL, (unsigned)spec->tasks + 1);
+	if (start_tasks(&run, threads, err))
+		return -1;
+	pthread_barrier_wait(&run.start);
+	measure(&run, res);
+	for (int i = 0; i < spec->tasks; i++) {
+		pthread_join(threads[i], NULL);
+		held += run.tasks[i].mm.nr;
+	}
+	res->alloc_failed = run.alloc_failed;
+
+	merge_cpu_stats(&res->total);
+	check_invariants(&res->inv, held);
+	drain_all_pages(NULL);
+	check_invariants(&res->inv_drained, held);
+	if (res->inv_drained.pcp_pages) {
+		res->inv_drained.pages_conserved = false;
+		snprintf(
+			res->inv_drained.violations[0],
+			sizeof(res->inv_drained.violations[0]),
+			"drain: %lu pages still on pagesets after drain_all_pages",
+			res->inv_drained.pcp_pages);
+		res->inv_drained.nr_violations++;
+	}
+	res->memmap_bytes = memmap_bytes();
+
+	for (int i = 0; i < spec->tasks; i++)
+		task_mm_exit(&run.tasks[i].mm);
+	pthread_barrier_destroy(&run.start);
+	native_frames_unmap();
+	free(run.tasks);
+	free(threads);
+	return 0;
+}

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The engine executable (pcplab-native, pcplab-sim): reads a JSON request
+ * on stdin and writes JSON on stdout (docs/engine-protocol.md). Exit 0 on
+ * success, 2 on bad input (one line on stderr), 3 if an invariant broke,
+ * 1 on any other failure.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <pcplab/engine.h>
+
+static char *read_stdin(void)
+{
+	size_t cap = 4096, len = 0, n;
+	char *buf = malloc(cap);
+
+	while (buf && (n = fread(buf + len, 1, cap - len - 1, stdin)) > 0) {
+		len += n;
+		if (len + 1 == cap)
+			buf = realloc(buf, cap *= 2);
+	}
+	if (buf)
+		buf[len] = 0;
+	return buf;
+}
+
+static int print_json(cJSON *o)
+{
+	char *s = cJSON_PrintUnformatted(o);
+
+	if (!s)
+		return 1;
+	puts(s);
+	cJSON_free(s);
+	cJSON_Delete(o);
+	return 0;
+}
+
+static int bad_input(const char *err)
+{
+	fprintf(stderr, "pcplab: error: %s\n", err);
+	return 2;
+}
+
+static int resolve_main(const char *text)
+{
+	char err[ERRLEN];
+	struct spec spec;
+	cJSON *o;
+
+	if (spec_parse(text, &spec, err))
+		return bad_input(err);
+	spec_apply_policy(&spec);
+	o = spec_to_json(&spec);
+	cJSON_AddNumberToObject(o, "memory_bytes",
+				(double)engine_memory_bytes(&spec));
+	return print_json(o);
+}
+
+static int run_main(const char *text)
+{
+	char err[ERRLEN];
+	struct spec spec;
+	struct run_result *res;
+	int ret;
+
+	if (spec_parse(text, &spec, err))
+		return bad_input(err);
+	spec_apply_policy(&spec);
+	res = calloc(1, sizeof(*res));
+	if (!res || engine_run(&spec, res, err)) {
+		fprintf(stderr, "pcplab: error: %s\n", res ? err : "no memory");
+		return 1;
+	}
+	ret = res->inv.pages_conserved && res->inv_drained.pages_conserved ? 0
+									   : 3;
+	print_json(result_to_json(&spec, res));
+	if (ret)
+		fprintf(stderr, "pcplab: invariant violated: %s\n",
+			res->inv.nr_violations
+				? res->inv.violations[0]
+				: res->inv_drained.violations[0]);
+	free(res);
+	free_area_exit();
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	const char *cmd = argc > 1 ? argv[1] : "";
+	char err[ERRLEN];
+	char *text;
+	int ret;
+
+	if (!strcmp(cmd, "proptest"))
+		return proptest_main(argc - 1, argv + 1);
+	if (strcmp(cmd, "run") && strcmp(cmd, "resolve") &&
+	    strcmp(cmd, "pagesets")) {
+		fprintf(stderr,
+			"pcplab: error: unknown command '%s'; known: run, resolve, pagesets, proptest\n",
+			cmd);
+		return 2;
+	}
+	text = read_stdin();
+	if (!text)
+		return 1;
+	if (!strcmp(cmd, "pagesets"))
+		ret = pagesets_main(text, err) ? bad_input(err) : 0;
+	else if (!strcmp(cmd, "resolve"))
+		ret = resolve_main(text);
+	else
+		ret = run_main(text);
+	free(text);
+	return ret;
+}

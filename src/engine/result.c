@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The result document every engine writes (design.md's schema): merged
+ * per-CPU statistics turned into throughput, contention, latency and
+ * lock-hold summaries, with bcc-style log2 histograms.
+ */
+#include <string.h>
+
+#include <pcplab/engine.h>
+
+/* Sum every CPU's statistics into @total. */
+void merge_cpu_stats(struct cpu_stats *total)
+{
+	memset(total, 0, sizeof(*total));
+	for (int cpu = 0; cpu < nr_cpu_ids; cpu++) {
+		const struct cpu_stats *s = cpu_stats_of(cpu);
+
+		for (int i = 0; i < NR_PCP_STAT_ITEMS; i++)
+			total->events[i] += s->events[i];
+		for (int i = 0; i < NR_LOCK_CLASSES; i++) {
+			total->lock[i].acquisitions += s->lock[i].acquisitions;
+			total->lock[i].contended += s->lock[i].contended;
+			total->lock[i].wait_ns += s->lock[i].wait_ns;
+			hist_merge(&total->lock[i].hold_ns,
+				   &s->lock[i].hold_ns);
+		}
+		for (int i = 0; i < NR_LATENCY_ITEMS; i++)
+			hist_merge(&total->latency[i], &s->latency[i]);
+		total->ops += s->ops;
+		total->busy_ns += s->busy_ns;
+	}
+}
+
+static cJSON *log2_hist_json(const struct hist *h)
+{
+	u64 slots[65];
+	int top = hist_log2(h, slots);
+	cJSON *rows = cJSON_CreateArray();
+
+	for (int i = 1; i <= top; i++) {
+		cJSON *row = cJSON_CreateArray();
+		double lo = i == 1 ? 0 : (double)(1ULL << (i - 1));
+		double hi = i == 64 ? 18446744073709551615.0
+				    : (double)((1ULL << i) - 1);
+
+		cJSON_AddItemToArray(row, cJSON_CreateNumber(lo));
+		cJSON_AddItemToArray(row, cJSON_CreateNumber(hi));
+		cJSON_AddItemToArray(row, cJSON_CreateNumber((double)slots[i]));
+		cJSON_AddItemToArray(rows, row);
+	}
+	return rows;
+}
+
+/* {count, avg, p50, p99, max, log2_hist} of a latency histogram. */
+static cJSON *latency_json(const struct hist *h)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddNumberToObject(o, "count", (double)h->count);
+	cJSON_AddNumberToObject(o, "total", (double)h->sum);
+	cJSON_AddNumberToObject(o, "avg",
+				h->count ? (double)(h->sum / h->count) : 0);
+	cJSON_AddNumberToObject(o, "p50", (double)hist_percentile(h, 50));
+	cJSON_AddNumberToObject(o, "p99", (double)hist_percentile(h, 99));
+	cJSON_AddNumberToObject(o, "max", (double)h->max);
+	cJSON_AddItemToObject(o, "log2_hist", log2_hist_json(h));
+	return o;
+}
+
+/* The pagesets as configured: one entry per populated zone. */
+cJSON *pagesets_to_json(void)
+{
+	cJSON *list = cJSON_CreateArray();
+
+	for (int nid = 0; nid < nr_node_ids; nid++) {
+		struct zone *zone;
+
+		for_each_populated_zone_of(NODE_DATA(nid), zone)
+		{
+			cJSON *z = cJSON_CreateObject();
+
+			cJSON_AddNumberToObject(z, "node", nid);
+			cJSON_AddStringToObject(z, "zone", zone->name);
+			cJSON_AddNumberToObject(z, "managed_pages",
+						(double)zone->managed_pages);
+			cJSON_AddNumberToObject(z, "low_wmark",
+						(double)low_wmark_pages(zone));
+			cJSON_AddNumberToObject(z, "batch",
+						zone->pageset_batch);
+			cJSON_AddNumberToObject(z, "high",
+						zone->pageset_high_min);
+			cJSON_AddNumberToObject(z, "high_min",
+						zone->pageset_high_min);
+			cJSON_AddNumberToObject(z, "high_max",
+						zone->pageset_high_max);
+			cJSON_AddItemToArray(list, z);
+		}
+	}
+	return list;
+}
+
+static cJSON *invariants_json(const struct invariant_report *a,
+			      const struct invariant_report *b)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON *v = cJSON_CreateArray();
+	const struct invariant_report *reps[] = {a, b};
+
+	cJSON_AddBoolToObject(o, "checked", a->checked && b->checked);
+	cJSON_AddBoolToObject(o, "pages_conserved",
+			      a->pages_conserved && b->pages_conserved);
+	for (int k = 0; k < 2; k++)
+		for (unsigned long i = 0;
+		     i < reps[k]->nr_violations && i < MAX_VIOLATIONS; i++)
+			cJSON_AddItemToArray(
+				v, cJSON_CreateString(reps[k]->violations[i]));
+	cJSON_AddItemToObject(o, "violations", v);
+	cJSON_AddNumberToObject(o, "managed_pages", (double)b->managed_pages);
+	cJSON_AddNumberToObject(o, "pcp_pages_before_drain",
+				(double)a->pcp_pages);
+	return o;
+}
+
+static double pct(u64 part, double whole)
+{
+	return whole > 0 ? 100.0 * (double)part / whole : 0;
+}
+
+static void add_contention(cJSON *root, const struct spec *s,
+			   const struct run_result *r)
+{
+	const struct cpu_stats *t = &r->total;
+	double cpu_ns = r->duration_s * 1e9 * s->tasks;
+	cJSON *c = cJSON_AddObjectToObject(root, "contention");
+	cJSON *locks = cJSON_AddObjectToObject(root, "locks");
+	static const char *const names[] = {"zone_lock", "lru_lock",
+					    "pcp_lock"};
+
+	cJSON_AddNumberToObject(c, "zone_lock_pct",
+				pct(t->lock[LOCK_ZONE].wait_ns, cpu_ns));
+	cJSON_AddNumberToObject(c, "lru_lock_pct",
+				pct(t->lock[LOCK_LRU].wait_ns, cpu_ns));
+	cJSON_AddNumberToObject(c, "total_pct",
+				pct(t->lock[LOCK_ZONE].wait_ns +
+					    t->lock[LOCK_LRU].wait_ns +
+					    t->lock[LOCK_PCP].wait_ns,
+				    cpu_ns));
+	for (int i = 0; i < NR_LOCK_CLASSES; i++) {
+		cJSON *l = cJSON_AddObjectToObject(locks, names[i]);
+
+		cJSON_AddNumberToObject(l, "acquisitions",
+					(double)t->lock[i].acquisitions);
+		cJSON_AddNumberToObject(l, "contended",
+					(double)t->lock[i].contended);
+		cJSON_AddNumberToObject(l, "wait_ns",
+					(double)t->lock[i].wait_ns);
+	}
+}
+
+static void add_pcp(cJSON *root, const struct cpu_stats *t)
+{
+	cJSON *p = cJSON_AddObjectToObject(root, "pcp");
+	cJSON *v = cJSON_AddObjectToObject(root, "vmstat");
+
+	cJSON_AddNumberToObject(p, "refills", (double)t->events[PCP_REFILLS]);
+	cJSON_AddNumberToObject(p, "drains", (double)t->events[PCP_DRAINS]);
+	cJSON_AddNumberToObject(p, "pages_refilled",
+				(double)t->events[PCP_PAGES_REFILLED]);
+	cJSON_AddNumberToObject(p, "pages_drained",
+				(double)t->events[PCP_PAGES_DRAINED]);
+	cJSON_AddNumberToObject(p, "trylock_failures",
+				(double)t->events[PCP_TRYLOCK_FAIL]);
+	cJSON_AddNumberToObject(p, "buddy_fallbacks",
+				(double)t->events[PCP_BUDDY_FALLBACK]);
+	cJSON_AddNumberToObject(p, "zone_lock_relinquished",
+				(double)t->events[ZONE_LOCK_RELINQUISH]);
+	cJSON_AddNumberToObject(v, "pgalloc", (double)t->events[PGALLOC]);
+	cJSON_AddNumberToObject(v, "pgfree", (double)t->events[PGFREE]);
+	cJSON_AddNumberToObject(v, "alloc_failures",
+				(double)t->events[ALLOC_FAIL]);
+}
+
+/* The whole result document of a run. */
+cJSON *result_to_json(const struct spec *s, const struct run_result *r)
+{
+	cJSON *root = cJSON_CreateObject();
+	cJSON *tp, *lat, *hold, *samples;
+	double secs = r->duration_s > 0 ? r->duration_s : 1;
+
+	cJSON_AddStringToObject(root, "engine", s->engine);
+	cJSON_AddItemToObject(root, "spec", spec_to_json(s));
+	cJSON_AddItemToObject(root, "machine", engine_machine_json(s));
+	cJSON_AddItemToObject(root, "pagesets", pagesets_to_json());
+	cJSON_AddNumberToObject(root, "duration_s", r->duration_s);
+	cJSON_AddNumberToObject(root, "tasks", s->tasks);
+
+	tp = cJSON_AddObjectToObject(root, "throughput");
+	cJSON_AddNumberToObject(tp, "ops_per_s", (double)r->ops / secs);
+	cJSON_AddNumberToObject(tp, "pages_per_s", (double)r->ops / secs);
+	cJSON_AddNumberToObject(tp, "ops_per_task_per_s",
+				(double)r->ops / secs / s->tasks);
+	add_contention(root, s, r);
+
+	lat = cJSON_AddObjectToObject(root, "latency_ns");
+	cJSON_AddItemToObject(
+		lat, "rmqueue_bulk",
+		latency_json(&r->total.latency[LAT_RMQUEUE_BULK]));
+	cJSON_AddItemToObject(
+		lat, "free_pcppages_bulk",
+		latency_json(&r->total.latency[LAT_FREE_PCPPAGES_BULK]));
+	cJSON_AddItemToObject(lat, "fault",
+			      latency_json(&r->total.latency[LAT_FAULT]));
+	hold = cJSON_AddObjectToObject(root, "lock_hold_ns");
+	cJSON_AddItemToObject(hold, "zone_lock",
+			      latency_json(&r->total.lock[LOCK_ZONE].hold_ns));
+	cJSON_AddItemToObject(hold, "lru_lock",
+			      latency_json(&r->total.lock[LOCK_LRU].hold_ns));
+
+	add_pcp(root, &r->total);
+	samples = cJSON_AddArrayToObject(root, "samples");
+	for (int i = 0; i < r->nr_samples; i++) {
+		cJSON *o = cJSON_CreateObject();
+
+		cJSON_AddNumberToObject(o, "t_s", i + 1);
+		cJSON_AddNumberToObject(o, "ops", (double)r->samples[i]);
+		cJSON_AddItemToArray(samples, o);
+	}
+	cJSON_AddBoolToObject(root, "alloc_failed", r->alloc_failed);
+	cJSON_AddNumberToObject(root, "memmap_bytes", (double)r->memmap_bytes);
+	cJSON_AddItemToObject(root, "invariants",
+			      invariants_json(&r->inv, &r->inv_drained));
+	cJSON_AddObjectToObject(root, "unavailable");
+	return root;
+}

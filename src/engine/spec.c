@@ -1,0 +1,376 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The run spec: parsed from JSON, every key checked against the range the
+ * kernel (or the engine) accepts, defaults filled in, and written back out
+ * resolved. Bad input gets one message naming what is wrong and what is
+ * allowed; nothing runs.
+ */
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <pcplab/engine.h>
+#include <pcplab/workload.h>
+
+#define MAX_TASKS 1024
+
+static int fail(char *err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, ERRLEN, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* Read integer key @key into @out if present and not null; range-check. */
+static int get_int(const cJSON *o, const char *key, long long lo, long long hi,
+		   long long *out, bool *present, char *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	*present = false;
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble))
+		return fail(err, "%s must be an integer", key);
+	if (v->valuedouble < (double)lo || v->valuedouble > (double)hi)
+		return fail(err, "%s %.0f is out of range; allowed %lld..%lld",
+			    key, v->valuedouble, lo, hi);
+	*out = (long long)v->valuedouble;
+	*present = true;
+	return 0;
+}
+
+static int get_num(const cJSON *o, const char *key, double lo, double hi,
+		   bool lo_open, double *out, bool *present, char *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	*present = false;
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsNumber(v))
+		return fail(err, "%s must be a number", key);
+	if (v->valuedouble > hi || v->valuedouble < lo ||
+	    (lo_open && v->valuedouble <= lo))
+		return fail(err, "%s %g is out of range; allowed %s%g..%g", key,
+			    v->valuedouble, lo_open ? "more than " : "", lo,
+			    hi);
+	*out = v->valuedouble;
+	*present = true;
+	return 0;
+}
+
+static const char *get_str(const cJSON *o, const char *key, char *err, int *bad)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	*bad = 0;
+	if (!v || cJSON_IsNull(v))
+		return NULL;
+	if (!cJSON_IsString(v)) {
+		*bad = fail(err, "%s must be a string", key);
+		return NULL;
+	}
+	return v->valuestring;
+}
+
+static const char *const spec_keys[] = {
+	"engine",
+	"workload",
+	"tasks",
+	"duration_s",
+	"warmup_s",
+	"kernel",
+	"batch",
+	"high",
+	"high_fraction",
+	"scale_max",
+	"scale_max_schedule",
+	"relinquish",
+	"no_free_scaling",
+	"memory_mib",
+	"size_mib",
+	"min_free_kbytes",
+	"seed",
+};
+
+static int check_keys(const cJSON *o, char *err)
+{
+	const cJSON *item;
+
+	cJSON_ArrayForEach(item, o)
+	{
+		bool known = false;
+
+		for (size_t i = 0; i < ARRAY_SIZE(spec_keys); i++)
+			known |= !strcmp(item->string, spec_keys[i]);
+		if (!known)
+			return fail(err, "unknown spec key '%s'", item->string);
+	}
+	return 0;
+}
+
+static const char *const relinquish_names[] = {"off", "contended", "batched"};
+
+static int parse_schedule(const cJSON *o, struct spec *s, char *err)
+{
+	const cJSON *list =
+		cJSON_GetObjectItemCaseSensitive(o, "scale_max_schedule");
+	const cJSON *e;
+
+	s->nr_schedule = 0;
+	if (!list || cJSON_IsNull(list))
+		return 0;
+	if (!cJSON_IsArray(list) || cJSON_GetArraySize(list) > MAX_SCHEDULE)
+		return fail(
+			err,
+			"scale_max_schedule must be a list of at most %d [seconds, value] pairs",
+			MAX_SCHEDULE);
+	cJSON_ArrayForEach(e, list)
+	{
+		const cJSON *t = cJSON_GetArrayItem(e, 0);
+		const cJSON *v = cJSON_GetArrayItem(e, 1);
+
+		if (!cJSON_IsArray(e) || cJSON_GetArraySize(e) != 2 ||
+		    !cJSON_IsNumber(t) || !cJSON_IsNumber(v) ||
+		    t->valuedouble < 0 || v->valuedouble < 0 ||
+		    v->valuedouble > 6 ||
+		    v->valuedouble != floor(v->valuedouble))
+			return fail(
+				err,
+				"scale_max_schedule entries are [seconds >= 0, scale max 0..6]");
+		s->schedule[s->nr_schedule].t_s = t->valuedouble;
+		s->schedule[s->nr_schedule].value = (int)v->valuedouble;
+		s->nr_schedule++;
+	}
+	return 0;
+}
+
+static int parse_enums(const cJSON *o, struct spec *s, char *err)
+{
+	const char *str;
+	int bad;
+
+	str = get_str(o, "engine", err, &bad);
+	if (bad)
+		return -1;
+	snprintf(s->engine, sizeof(s->engine), "%s",
+		 str ? str : PCPLAB_PLATFORM);
+	if (strcmp(s->engine, PCPLAB_PLATFORM))
+		return fail(err, "this is the %s engine, not '%s'",
+			    PCPLAB_PLATFORM, s->engine);
+
+	str = get_str(o, "workload", err, &bad);
+	if (bad)
+		return -1;
+	if (!str)
+		return fail(err, "workload is required; known: %s",
+			    workload_names());
+	if (!find_workload(str))
+		return fail(err, "unknown workload '%s'; known: %s", str,
+			    workload_names());
+	snprintf(s->workload, sizeof(s->workload), "%s", str);
+
+	str = get_str(o, "kernel", err, &bad);
+	if (bad)
+		return -1;
+	s->gen = find_kernel_gen(str ? str : "6.18");
+	if (!s->gen)
+		return fail(err, "unknown kernel '%s'; known: %s", str,
+			    kernel_gen_names());
+
+	str = get_str(o, "relinquish", err, &bad);
+	if (bad)
+		return -1;
+	s->relinquish = s->gen->relinquish;
+	if (str) {
+		size_t i;
+
+		for (i = 0; i < ARRAY_SIZE(relinquish_names); i++)
+			if (!strcmp(str, relinquish_names[i]))
+				break;
+		if (i == ARRAY_SIZE(relinquish_names))
+			return fail(
+				err,
+				"unknown relinquish policy '%s'; known: off, contended, batched",
+				str);
+		s->relinquish = (enum relinquish)i;
+	}
+	return 0;
+}
+
+static int parse_knobs(const cJSON *o, struct spec *s, char *err)
+{
+	long long v;
+	bool has, has_high, has_frac;
+	const cJSON *b;
+
+	if (get_int(o, "batch", 1, 32767, &v, &has, err))
+		return -1;
+	s->batch = has ? (int)v : 0;
+	if (get_int(o, "high", 0, 1 << 30, &v, &has_high, err))
+		return -1;
+	s->high = has_high ? (int)v : -1;
+	if (get_int(o, "high_fraction", LLONG_MIN / 2, LLONG_MAX / 2, &v,
+		    &has_frac, err))
+		return -1;
+	s->high_fraction = has_frac ? (int)v : 0;
+	if (has_frac && !high_fraction_valid(v))
+		return fail(
+			err,
+			"high_fraction %lld is out of range; vm.percpu_pagelist_high_fraction takes 0 or 8..%d",
+			v, INT_MAX);
+	if (has_high && has_frac)
+		return fail(
+			err,
+			"high and high_fraction are exclusive; give one of them");
+
+	if (get_int(o, "scale_max", INT_MIN, INT_MAX, &v, &has, err))
+		return -1;
+	s->scale_max = 5;
+	if (has) {
+		if (v < 0 || v > 6)
+			return fail(
+				err,
+				"scale_max %lld is out of range; pcp_batch_scale_max takes 0..6",
+				v);
+		if (!s->gen->high_autotune)
+			return fail(
+				err,
+				"scale_max needs kernel 6.18 or 6.19; pcp_batch_scale_max arrived in v6.7");
+		s->scale_max = (int)v;
+	}
+	if (s->nr_schedule && !s->gen->high_autotune)
+		return fail(
+			err,
+			"scale_max_schedule needs kernel 6.18 or 6.19; pcp_batch_scale_max arrived in v6.7");
+
+	b = cJSON_GetObjectItemCaseSensitive(o, "no_free_scaling");
+	if (b && !cJSON_IsNull(b) && !cJSON_IsBool(b))
+		return fail(err, "no_free_scaling must be true or false");
+	s->no_free_scaling = b && cJSON_IsTrue(b);
+	return 0;
+}
+
+static int parse_sizes(const cJSON *o, struct spec *s, char *err)
+{
+	long long v;
+	double d;
+	bool has;
+
+	if (get_int(o, "tasks", INT_MIN, INT_MAX, &v, &has, err))
+		return -1;
+	if (!has)
+		return fail(err, "tasks is required; allowed 1..%d", MAX_TASKS);
+	if (v < 1 || v > MAX_TASKS)
+		return fail(err, "tasks %lld is out of range; allowed 1..%d", v,
+			    MAX_TASKS);
+	s->tasks = (int)v;
+
+	if (get_num(o, "duration_s", 0, 86400, true, &d, &has, err))
+		return -1;
+	s->duration_s = has ? d : 5.0;
+	if (get_num(o, "warmup_s", 0, 3600, false, &d, &has, err))
+		return -1;
+	s->warmup_s = has ? d : fmin(1.0, s->duration_s / 4);
+
+	if (get_int(o, "memory_mib", 16, 1LL << 30, &v, &has, err))
+		return -1;
+	s->memory_mib = has ? (unsigned long)v : engine_default_memory_mib();
+	if (get_int(o, "size_mib", 1, 1 << 20, &v, &has, err))
+		return -1;
+	s->size_mib = has ? (unsigned long)v
+			  : find_workload(s->workload)->default_size_mib;
+	if (get_int(o, "min_free_kbytes", 128, 1LL << 32, &v, &has, err))
+		return -1;
+	s->min_free_kbytes = has ? (unsigned long)v : 0;
+	if (get_int(o, "seed", 0, 1LL << 53, &v, &has, err))
+		return -1;
+	s->seed = has ? (u64)v : 1;
+	return 0;
+}
+
+/* Parse and validate @text into @spec. Returns 0, or -1 with @err set. */
+int spec_parse(const char *text, struct spec *spec, char *err)
+{
+	cJSON *o = cJSON_Parse(text);
+	int ret = -1;
+
+	memset(spec, 0, sizeof(*spec));
+	if (!o || !cJSON_IsObject(o)) {
+		fail(err, "the spec is not a JSON object");
+		goto out;
+	}
+	if (check_keys(o, err) || parse_enums(o, spec, err) ||
+	    parse_schedule(o, spec, err) || parse_knobs(o, spec, err) ||
+	    parse_sizes(o, spec, err))
+		goto out;
+	ret = 0;
+out:
+	cJSON_Delete(o);
+	return ret;
+}
+
+/* Configure the model's policy (pcp_policy) from a parsed spec. */
+void spec_apply_policy(const struct spec *s)
+{
+	pcp_policy.gen = s->gen;
+	pcp_policy.batch = s->batch;
+	pcp_policy.high = s->high;
+	pcp_policy.high_fraction = s->high_fraction;
+	pcp_policy.no_free_scaling = s->no_free_scaling;
+	pcp_policy.relinquish = s->relinquish;
+	pcp_policy.pcp_batch_scale_max = s->scale_max;
+	pcp_policy.stat_interval_ms = 1000;
+	pcp_policy.min_free_kbytes = s->min_free_kbytes;
+}
+
+/* The spec with every default filled in. */
+cJSON *spec_to_json(const struct spec *s)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON *sched = cJSON_AddArrayToObject(o, "scale_max_schedule");
+
+	cJSON_AddStringToObject(o, "engine", s->engine);
+	cJSON_AddStringToObject(o, "workload", s->workload);
+	cJSON_AddNumberToObject(o, "tasks", s->tasks);
+	cJSON_AddNumberToObject(o, "duration_s", s->duration_s);
+	cJSON_AddNumberToObject(o, "warmup_s", s->warmup_s);
+	cJSON_AddStringToObject(o, "kernel", s->gen->name);
+	if (s->batch)
+		cJSON_AddNumberToObject(o, "batch", s->batch);
+	else
+		cJSON_AddNullToObject(o, "batch");
+	if (s->high >= 0)
+		cJSON_AddNumberToObject(o, "high", s->high);
+	else
+		cJSON_AddNullToObject(o, "high");
+	cJSON_AddNumberToObject(o, "high_fraction", s->high_fraction);
+	cJSON_AddNumberToObject(o, "scale_max", s->scale_max);
+	for (int i = 0; i < s->nr_schedule; i++) {
+		cJSON *pair = cJSON_CreateArray();
+
+		cJSON_AddItemToArray(pair,
+				     cJSON_CreateNumber(s->schedule[i].t_s));
+		cJSON_AddItemToArray(pair,
+				     cJSON_CreateNumber(s->schedule[i].value));
+		cJSON_AddItemToArray(sched, pair);
+	}
+	cJSON_AddStringToObject(o, "relinquish",
+				relinquish_names[s->relinquish]);
+	cJSON_AddBoolToObject(o, "no_free_scaling", s->no_free_scaling);
+	cJSON_AddNumberToObject(o, "memory_mib", (double)s->memory_mib);
+	cJSON_AddNumberToObject(o, "size_mib", (double)s->size_mib);
+	if (s->min_free_kbytes)
+		cJSON_AddNumberToObject(o, "min_free_kbytes",
+					(double)s->min_free_kbytes);
+	else
+		cJSON_AddNullToObject(o, "min_free_kbytes");
+	cJSON_AddNumberToObject(o, "seed", (double)s->seed);
+	return o;
+}

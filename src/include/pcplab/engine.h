@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What every engine shares: the run spec (parsed and validated from JSON),
+ * the run result, and the entry points each platform provides.
+ */
+#ifndef PCPLAB_ENGINE_H
+#define PCPLAB_ENGINE_H
+
+#include <cjson/cJSON.h>
+
+#include "mm.h"
+
+#define MAX_SCHEDULE 32
+#define MAX_SAMPLES 4096
+#define ERRLEN 256
+
+struct spec {
+	char engine[16];
+	char workload[32];
+	int tasks;
+	double duration_s;
+	double warmup_s;
+	const struct kernel_gen *gen;
+	int batch; /* 0: computed */
+	int high; /* -1: computed */
+	int high_fraction;
+	int scale_max;
+	enum relinquish relinquish;
+	bool no_free_scaling;
+	unsigned long memory_mib;
+	unsigned long size_mib;
+	unsigned long min_free_kbytes; /* 0: computed */
+	u64 seed;
+	int nr_schedule;
+	struct {
+		double t_s;
+		int value;
+	} schedule[MAX_SCHEDULE];
+};
+
+struct run_result {
+	double duration_s; /* measured seconds */
+	u64 ops; /* ops in the measured window */
+	int nr_samples;
+	u64 samples[MAX_SAMPLES]; /* ops per one-second sample */
+	bool alloc_failed;
+	struct cpu_stats total; /* every CPU's stats merged */
+	struct invariant_report inv;
+	struct invariant_report inv_drained;
+	unsigned long memmap_bytes;
+};
+
+/* spec.c */
+int spec_parse(const char *text, struct spec *spec, char *err);
+void spec_apply_policy(const struct spec *spec);
+cJSON *spec_to_json(const struct spec *spec);
+
+/* result.c */
+cJSON *result_to_json(const struct spec *spec, const struct run_result *r);
+cJSON *pagesets_to_json(void);
+void merge_cpu_stats(struct cpu_stats *total);
+
+/* pagesets.c, proptest.c */
+int pagesets_main(const char *text, char *err);
+int proptest_main(int argc, char **argv);
+
+/* Provided by each platform (src/arch/<name>/engine.c). */
+int engine_run(const struct spec *spec, struct run_result *res, char *err);
+unsigned long engine_default_memory_mib(void);
+unsigned long engine_memory_bytes(const struct spec *spec);
+cJSON *engine_machine_json(const struct spec *spec);
+
+#endif

@@ -1,0 +1,297 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Every structure of the allocator model, documented in one place (after
+ * include/linux/mmzone.h and include/linux/mm_types.h). Field names are the
+ * kernel's, so that a patch to mm/page_alloc.c can be ported by hand.
+ */
+#ifndef PCPLAB_MMZONE_H
+#define PCPLAB_MMZONE_H
+
+#include "list.h"
+#include "platform.h"
+#include "histogram.h"
+
+#define PAGE_SHIFT 12
+#define PAGE_SIZE (1UL << PAGE_SHIFT)
+#define MAX_PAGE_ORDER 10
+#define NR_PAGE_ORDERS (MAX_PAGE_ORDER + 1)
+#define PAGE_ALLOC_COSTLY_ORDER 3
+#define HPAGE_PMD_ORDER 9
+#define pageblock_order 9
+#define pageblock_nr_pages (1UL << pageblock_order)
+#define MAX_NUMNODES 64
+#define MAX_NR_ZONES 4
+#define NR_CPUS 1024
+
+enum migratetype {
+	MIGRATE_UNMOVABLE,
+	MIGRATE_MOVABLE,
+	MIGRATE_RECLAIMABLE,
+	MIGRATE_PCPTYPES, /* the number of types on the pcp lists */
+	MIGRATE_HIGHATOMIC = MIGRATE_PCPTYPES,
+	MIGRATE_TYPES
+};
+
+/* PCP lists: one per (migratetype, order) for orders 0..3, two for THP. */
+#define NR_LOWORDER_PCP_LISTS (MIGRATE_PCPTYPES * (PAGE_ALLOC_COSTLY_ORDER + 1))
+#define NR_PCP_THP 2
+#define NR_PCP_LISTS (NR_LOWORDER_PCP_LISTS + NR_PCP_THP)
+
+/*
+ * Where a page is. The kernel keeps only PageBuddy; the model also marks
+ * PCP and held pages so that the invariant checker can prove that every
+ * page is in exactly one place.
+ */
+enum page_state {
+	PAGE_TAIL, /* inside a free buddy block, not its head */
+	PAGE_BUDDY, /* head of a free block on free_area[order] */
+	PAGE_PCP, /* on a per-CPU list */
+	PAGE_HELD, /* handed out: owned by a task (mapped, on the LRU) */
+};
+
+/*
+ * struct page: one per 4 KiB frame, materialised a section at a time
+ * (memmap.c) so that a 1 TiB machine costs only what its workload touches.
+ */
+struct page {
+	struct list_head lru; /* buddy free list, PCP list, or LRU */
+	unsigned long pfn; /* the kernel derives it; the model stores it */
+	u8 state; /* enum page_state */
+	u8 order; /* buddy order (PAGE_BUDDY) or block order */
+	u8 alloc_mt; /* migratetype it was allocated as */
+	u8 on_lru; /* PG_lru */
+	u32 owner; /* the task (CPU) holding it, for the checker */
+};
+
+struct free_area {
+	struct list_head free_list[MIGRATE_TYPES];
+	unsigned long nr_free;
+};
+
+/* pcp->flags */
+#define PCPF_PREV_FREE_HIGH_ORDER (1 << 0)
+#define PCPF_FREE_HIGH_BATCH (1 << 1)
+
+/*
+ * The per-CPU pageset of one zone (struct per_cpu_pages). count is in base
+ * pages over all orders. free_count is a short in the kernel; the model
+ * widens it to int so that --batch up to 32767 << 6 cannot overflow.
+ */
+struct per_cpu_pages {
+	pcp_lock_t lock; /* protects everything below */
+	int count; /* pages on the lists */
+	int high; /* drain threshold, auto-tuned in [min, max] */
+	int high_min;
+	int high_max;
+	int batch; /* refill/drain chunk */
+	u8 flags; /* PCPF_* */
+	u8 alloc_factor; /* refill scaling: batch << alloc_factor */
+	u8 free_factor; /* v5.14..v6.6 free scaling (kernel field) */
+	u8 expire; /* remote-node drain countdown (unused) */
+	int free_count; /* consecutive freed pages, scales drains */
+	struct list_head lists[NR_PCP_LISTS];
+} ____cacheline_aligned;
+
+enum zone_watermarks { WMARK_MIN, WMARK_LOW, WMARK_HIGH, NR_WMARK };
+
+/* zone->flags bits */
+enum zone_flags {
+	ZONE_BOOSTED_WATERMARK,
+	ZONE_RECLAIM_ACTIVE,
+	ZONE_BELOW_HIGH,
+};
+
+enum zone_type { ZONE_DMA, ZONE_DMA32, ZONE_NORMAL, ZONE_MOVABLE };
+
+struct pglist_data;
+
+struct zone {
+	spinlock_t lock; /* free_area, nr_free, pageblock types */
+	struct free_area free_area[NR_PAGE_ORDERS];
+	unsigned long flags; /* enum zone_flags bits */
+	unsigned long _watermark[NR_WMARK];
+	unsigned long watermark_boost;
+	unsigned long zone_start_pfn;
+	unsigned long spanned_pages;
+	unsigned long managed_pages;
+	long nr_free_pages; /* NR_FREE_PAGES: buddy pages only */
+	/*
+	 * Deferred struct page init (DEFERRED_STRUCT_PAGE_INIT, and
+	 * deferred_grow_zone()): pfns from deferred_pfn to the zone end are
+	 * free but not yet on the free lists; they are handed to the buddy
+	 * a section at a time when the lists run dry.
+	 */
+	unsigned long deferred_pfn;
+	int pageset_high_min; /* values last written to the pcps */
+	int pageset_high_max;
+	int pageset_batch;
+	struct per_cpu_pages *per_cpu_pageset; /* [nr_cpu_ids] */
+	u8 *pageblock_flags; /* migratetype per pageblock */
+	struct pglist_data *zone_pgdat;
+	enum zone_type type;
+	const char *name;
+} ____cacheline_aligned;
+
+/*
+ * The LRU of a node (memcg-less): lru_lock is the second contended lock of
+ * page_fault1, taken through per-CPU batches (lru_add, release_pages).
+ */
+struct lruvec {
+	spinlock_t lru_lock;
+	struct list_head lists;
+	unsigned long nr_pages;
+};
+
+struct pglist_data {
+	struct zone node_zones[MAX_NR_ZONES];
+	int nr_zones;
+	int node_id;
+	int nr_cpus; /* CPUs of this node */
+	struct lruvec lruvec;
+};
+
+/*
+ * Per-CPU counters and histograms (vmstat-like). Each CPU writes only its
+ * own; results merge them after the run.
+ */
+enum pcp_stat_item {
+	PGALLOC, /* pages handed out, either path */
+	PGFREE, /* pages freed, either path */
+	PCP_REFILLS, /* rmqueue_bulk calls */
+	PCP_PAGES_REFILLED,
+	PCP_DRAINS, /* free_pcppages_bulk calls */
+	PCP_PAGES_DRAINED,
+	PCP_TRYLOCK_FAIL, /* pcp trylock failures (fell back to buddy) */
+	PCP_BUDDY_FALLBACK, /* single pages taken/freed under zone->lock */
+	ZONE_LOCK_RELINQUISH, /* zone->lock drops inside a free batch */
+	ALLOC_FAIL, /* allocations that found no page */
+	NR_PCP_STAT_ITEMS
+};
+
+struct lock_stat {
+	u64 acquisitions;
+	u64 contended; /* acquisitions that had to wait */
+	u64 wait_ns; /* time spent spinning */
+	struct hist hold_ns; /* hold times */
+};
+
+enum latency_item {
+	LAT_RMQUEUE_BULK,
+	LAT_FREE_PCPPAGES_BULK,
+	LAT_FAULT,
+	NR_LATENCY_ITEMS
+};
+
+struct cpu_stats {
+	u64 events[NR_PCP_STAT_ITEMS];
+	struct lock_stat lock[NR_LOCK_CLASSES];
+	struct hist latency[NR_LATENCY_ITEMS];
+	u64 ops; /* workload operations */
+	u64 busy_ns; /* time this CPU ran the workload */
+};
+
+/* The zone-lock relinquish policy while freeing (design.md, spec §4). */
+enum relinquish {
+	RELINQUISH_OFF, /* one hold per free_pcppages_bulk */
+	RELINQUISH_CONTENDED, /* 2025 v1: drop every batch when contended */
+	RELINQUISH_BATCHED, /* 6.19: callers free in pcp->batch chunks */
+};
+
+/*
+ * A kernel generation: which PCP behaviour is in force. See generations.c
+ * for the table and the commits behind each flag.
+ */
+struct kernel_gen {
+	const char *name;
+	bool pcp_high_order; /* orders 1..3 and THP on pcp lists (v5.13) */
+	bool high_from_zone; /* high from zone_highsize() (v5.14) */
+	bool free_factor; /* v5.14..v6.6 free_factor drain scaling */
+	bool high_autotune; /* v6.7: high_min/max, alloc_factor, decay */
+	bool free_high_v616; /* v6.16: free_high needs batch + high_min/2 */
+	bool drain_chunked; /* v6.10: drain_pages_zone in batch<<S chunks */
+	bool pcp_trylock; /* v6.0: pcp spinlock + trylock */
+	unsigned long batch_cap_bytes; /* zone_batchsize cap */
+	int lru_batch; /* pagevec / folio_batch size */
+	enum relinquish relinquish; /* default policy */
+};
+
+/*
+ * The policy a run is configured with. pcp_batch_scale_max is the runtime
+ * knob of the 2024 proposal (the kernel's CONFIG_PCP_BATCH_SCALE_MAX):
+ * every use site reads it, so it can change while a run is going.
+ */
+struct pcp_policy {
+	const struct kernel_gen *gen;
+	int batch; /* override, 0 = zone_batchsize() */
+	int high; /* override, -1 = computed */
+	int high_fraction; /* vm.percpu_pagelist_high_fraction */
+	bool no_free_scaling; /* 2023 debug kernel: drain exactly batch */
+	enum relinquish relinquish;
+	int pcp_batch_scale_max;
+	int stat_interval_ms; /* vm.stat_interval: decay period */
+	unsigned long min_free_kbytes; /* 0 = sqrt(16 * lowmem_kbytes) */
+};
+
+extern struct pcp_policy pcp_policy;
+extern struct pglist_data *node_data[MAX_NUMNODES];
+extern int nr_node_ids;
+extern int nr_cpu_ids;
+extern int cpu_to_node_map[NR_CPUS];
+extern struct cpu_stats *cpu_stats; /* [nr_cpu_ids] */
+
+#define NODE_DATA(nid) (node_data[nid])
+#define for_each_cpu(cpu) for ((cpu) = 0; (cpu) < nr_cpu_ids; (cpu)++)
+#define for_each_populated_zone_of(pgdat, zone)                          \
+	for ((zone) = (pgdat)->node_zones;                               \
+	     (zone) < (pgdat)->node_zones + (pgdat)->nr_zones; (zone)++) \
+		if ((zone)->managed_pages)
+
+static inline int cpu_to_node(int cpu)
+{
+	return cpu_to_node_map[cpu];
+}
+
+static inline struct per_cpu_pages *per_cpu_ptr(struct zone *zone, int cpu)
+{
+	return &zone->per_cpu_pageset[cpu];
+}
+
+static inline int pcp_batch_scale_max(void)
+{
+	return READ_ONCE(pcp_policy.pcp_batch_scale_max);
+}
+
+static inline unsigned long wmark_pages(const struct zone *z, int w)
+{
+	return z->_watermark[w] + z->watermark_boost;
+}
+#define min_wmark_pages(z) wmark_pages(z, WMARK_MIN)
+#define low_wmark_pages(z) wmark_pages(z, WMARK_LOW)
+#define high_wmark_pages(z) wmark_pages(z, WMARK_HIGH)
+
+static inline bool test_bit(int nr, const unsigned long *addr)
+{
+	return (__atomic_load_n(addr, __ATOMIC_RELAXED) >> nr) & 1;
+}
+
+static inline void set_bit(int nr, unsigned long *addr)
+{
+	__atomic_fetch_or(addr, 1UL << nr, __ATOMIC_RELAXED);
+}
+
+static inline void clear_bit(int nr, unsigned long *addr)
+{
+	__atomic_fetch_and(addr, ~(1UL << nr), __ATOMIC_RELAXED);
+}
+
+static inline struct cpu_stats *cpu_stats_of(int cpu)
+{
+	return &cpu_stats[cpu];
+}
+
+static inline void count_event(enum pcp_stat_item item, u64 n)
+{
+	this_cpu_stats()->events[item] += n;
+}
+
+#endif

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The platform contract: everything the allocator model needs from the
+ * world it runs in. Each platform (src/arch/<name>/) implements it in
+ * <arch/platform.h>, mostly as inline code:
+ *
+ *   spinlock_t, spin_lock_init(), spin_lock(), spin_unlock(),
+ *   spin_is_contended()     zone->lock and lruvec->lru_lock (queued locks;
+ *                           spin_lock() is the kernel's spin_lock_irqsave)
+ *   pcp_lock_t, pcp_spin_trylock(), pcp_spin_lock(), pcp_spin_unlock()
+ *                           pcp->lock (trylock on the fast paths)
+ *   need_resched(), cond_resched()
+ *   smp_processor_id()      the CPU the current task runs on
+ *   now_ns()                a cheap monotonic clock (virtual time on sim)
+ *   cost(kind, n)           the time an operation takes: advances the
+ *                           virtual clock on sim, nothing on native where
+ *                           the work itself takes real time
+ *   clear_page(page)        zero a frame (native: the real 4 KiB frame)
+ *   this_cpu_stats()        the current CPU's counters and histograms
+ *   arch_set_cpu(cpu)       make the calling thread model CPU @cpu (for
+ *                           single-threaded drivers: the property tests)
+ */
+#ifndef PCPLAB_PLATFORM_H
+#define PCPLAB_PLATFORM_H
+
+#include "types.h"
+
+/* Which lock a spinlock_t is, for contention and hold-time accounting. */
+enum lock_class {
+	LOCK_ZONE,
+	LOCK_LRU,
+	LOCK_PCP,
+	NR_LOCK_CLASSES,
+};
+
+/*
+ * Operations whose duration the simulator charges. The names say where in
+ * the kernel the time goes; the machine profile gives each a figure.
+ */
+enum cost_kind {
+	COST_FAULT_BASE, /* trap, page-table walk, pte install */
+	COST_CLEAR_PAGE, /* clear_page() of one 4 KiB page */
+	COST_COPY_PAGE, /* copy_page() for a COW fault */
+	COST_PCP_ALLOC, /* rmqueue_pcplist fast path, per call */
+	COST_PCP_FREE, /* free_frozen_pages to the PCP, per page */
+	COST_BUDDY_ALLOC_PAGE, /* __rmqueue + expand per block, zone->lock held */
+	COST_BUDDY_FREE_PAGE, /* __free_one_page per page, zone->lock held */
+	COST_LRU_ADD_PAGE, /* lruvec_add_folio, lru_lock held */
+	COST_LRU_DEL_PAGE, /* lruvec_del_folio, lru_lock held */
+	COST_UNMAP_PAGE, /* zap_pte_range and TLB flush share, per page */
+	COST_MMAP, /* mmap + munmap syscall overhead, per call */
+	NR_COST_KINDS,
+};
+
+struct page;
+struct cpu_stats;
+
+#include <arch/platform.h>
+
+#endif

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The LRU side of a page fault and of munmap (mm/swap.c): new pages reach
+ * the node's LRU through a per-CPU batch (lru_add), and unmapped pages
+ * leave it in batches (release_pages) before they are freed. lru_lock is
+ * the second contended lock of page_fault1 (Aaron Lu's 2018 tables).
+ */
+#include <pcplab/mm.h>
+
+static struct lruvec *page_lruvec(struct page *page)
+{
+	return &page_zone(page)->zone_pgdat->lruvec;
+}
+
+/* Move a batch of new pages onto their LRU under one lru_lock hold. */
+static void folio_batch_move_lru(struct folio_batch *fbatch)
+{
+	struct lruvec *locked = NULL;
+
+	for (unsigned int i = 0; i < fbatch->nr; i++) {
+		struct page *page = fbatch->pages[i];
+		struct lruvec *lruvec = page_lruvec(page);
+
+		if (lruvec != locked) {
+			if (locked)
+				spin_unlock(&locked->lru_lock);
+			spin_lock(&lruvec->lru_lock);
+			locked = lruvec;
+		}
+		cost(COST_LRU_ADD_PAGE, 1);
+		list_add(&page->lru, &lruvec->lists);
+		page->on_lru = 1;
+		lruvec->nr_pages++;
+	}
+	if (locked)
+		spin_unlock(&locked->lru_lock);
+	fbatch->nr = 0;
+}
+
+/* Queue a new page for the LRU; the batch goes over when it is full. */
+void folio_add_lru(struct folio_batch *fbatch, struct page *page)
+{
+	fbatch->pages[fbatch->nr++] = page;
+	if (fbatch->nr >= (unsigned int)pcp_policy.gen->lru_batch)
+		folio_batch_move_lru(fbatch);
+}
+
+/* Flush this CPU's pending LRU additions (lru_add_drain). */
+void lru_add_drain(struct folio_batch *fbatch)
+{
+	if (fbatch->nr)
+		folio_batch_move_lru(fbatch);
+}
+
+/*
+ * Drop the last reference to @nr mapped pages: take them off the LRU, a
+ * batch (the generation's pagevec/folio_batch size) per lru_lock hold, and
+ * free each batch through the pageset. v4.18 held lru_lock for up to
+ * SWAP_CLUSTER_MAX pages and freed a whole mmu_gather at once; the model
+ * uses the v6.x shape for every generation.
+ */
+void release_pages(struct page **pages, unsigned long nr)
+{
+	unsigned long chunk = (unsigned long)pcp_policy.gen->lru_batch;
+
+	for (unsigned long i = 0; i < nr; i += chunk) {
+		unsigned long n = min(chunk, nr - i);
+		struct lruvec *locked = NULL;
+
+		for (unsigned long j = i; j < i + n; j++) {
+			struct page *page = pages[j];
+			struct lruvec *lruvec;
+
+			if (!page->on_lru)
+				continue;
+			lruvec = page_lruvec(page);
+			if (lruvec != locked) {
+				if (locked)
+					spin_unlock(&locked->lru_lock);
+				spin_lock(&lruvec->lru_lock);
+				locked = lruvec;
+			}
+			cost(COST_LRU_DEL_PAGE, 1);
+			list_del(&page->lru);
+			page->on_lru = 0;
+			lruvec->nr_pages--;
+		}
+		if (locked)
+			spin_unlock(&locked->lru_lock);
+		free_unref_folios(&pages[i], (unsigned int)n);
+	}
+}

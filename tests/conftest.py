@@ -1,0 +1,63 @@
+"""Shared fixtures: run the installed pcplab command and check its bad-input lines."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sysconfig
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+# `pcplab: <what is wrong>; <what is allowed>` (docs/engine-protocol.md); the
+# front end's own lines read `pcplab: error: ...; ...`.
+BAD_INPUT_LINE = re.compile(r"^pcplab: \S.*; \S.*$")
+
+Runner = Callable[..., subprocess.CompletedProcess]
+
+
+@pytest.fixture(scope="session")
+def pcplab_command() -> list[str]:
+    """Return the argv prefix of the installed pcplab console script."""
+    script = Path(sysconfig.get_path("scripts")) / "pcplab"
+    if script.exists():
+        return [str(script)]
+    found = shutil.which("pcplab")
+    if found is None:
+        pytest.fail("the pcplab command is not installed: run 'make setup'")
+    return [found]
+
+
+@pytest.fixture
+def pcplab(pcplab_command: list[str]) -> Runner:
+    """Return a function that runs `pcplab ARGS...` and returns the finished run."""
+
+    def run(*args: object, timeout: float = 300) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [*pcplab_command, *(str(a) for a in args)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+
+    return run
+
+
+@pytest.fixture
+def bad_input(pcplab: Runner) -> Callable[..., str]:
+    """Return a checker of the bad-input contract that returns the stderr line."""
+
+    def check(*args: object, timeout: float = 60) -> str:
+        proc = pcplab(*args, timeout=timeout)
+        lines = proc.stderr.splitlines()
+        assert proc.returncode == 2, (proc.returncode, proc.stderr)
+        assert len(lines) == 1, proc.stderr
+        assert proc.stdout == ""
+        assert BAD_INPUT_LINE.match(lines[0]), lines[0]
+        return lines[0]
+
+    return check

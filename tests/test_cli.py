@@ -1,0 +1,278 @@
+"""The pcplab command: bad input, pagesets, a real native run and its summary."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+
+import pytest
+
+from pcplab import engine
+from pcplab.summary import format_summary
+
+RUN = ("run", "--workload", "page_fault1", "--tasks", "2")
+# Long enough that a run which wrongly starts would hit the test's timeout.
+NEVER_FINISHES = ("--duration", "3600")
+RESULT_KEYS = {
+    "engine",
+    "spec",
+    "machine",
+    "pagesets",
+    "duration_s",
+    "tasks",
+    "throughput",
+    "contention",
+    "latency_ns",
+    "lock_hold_ns",
+    "pcp",
+    "vmstat",
+    "samples",
+    "invariants",
+    "unavailable",
+}
+STAT_KEYS = {"count", "avg", "p50", "p99", "max", "log2_hist"}
+
+
+def test_help_lists_the_commands(pcplab):
+    """`pcplab --help` and a bare `pcplab` list the commands, exit 0."""
+    for args in (("--help",), ()):
+        proc = pcplab(*args)
+        assert proc.returncode == 0, proc.stderr
+        assert re.search(r"^\s+pagesets\s", proc.stdout, re.M)
+        assert re.search(r"^\s+run\s", proc.stdout, re.M)
+
+
+@pytest.mark.parametrize(
+    ("args", "names"),
+    [
+        (("--scale-max", "7"), r"scale.max"),
+        (("--high-fraction", "7"), r"high.fraction"),
+        (("--workload", "nosuch"), r"nosuch|workload"),
+    ],
+)
+def test_engine_rejects_bad_knobs_with_one_line(bad_input, args, names):
+    """Knob range checks live in the engine; pcplab relays its one line, exit 2."""
+    started = time.monotonic()
+    line = bad_input(*RUN, *NEVER_FINISHES, *args, timeout=60)
+    assert re.search(names, line), line
+    assert time.monotonic() - started < 60  # nothing was run
+
+
+def test_engine_rejects_zero_tasks(bad_input):
+    """--tasks 0 is refused by the engine: one line naming tasks, exit 2."""
+    line = bad_input(
+        "run", "--workload", "page_fault1", "--tasks", "0", *NEVER_FINISHES
+    )
+    assert "tasks" in line
+
+
+@pytest.mark.parametrize(
+    ("args", "names"),
+    [
+        ((*RUN, "--bogus"), "--bogus"),
+        (("run", "--workload", "page_fault1", "--tasks", "two"), "two"),
+        (("run", "--tasks", "2"), "--workload"),
+        ((*RUN, "--high", "512", "--high-fraction", "8"), "--high-fraction"),
+        (("nosuchcommand",), "nosuchcommand"),
+        (("pagesets", "--managed-pages", "1000"), "--low-wmark"),
+        (("pagesets", "--host", "--cpus", "2"), "--cpus"),
+        ((*RUN, *NEVER_FINISHES, "--output", "/nonexistent/dir/r.json"), "--output"),
+    ],
+)
+def test_front_end_bad_input_is_one_line(bad_input, args, names):
+    """Usage errors become one `pcplab: error:` line naming the culprit, exit 2."""
+    line = bad_input(*args)
+    assert line.startswith("pcplab: error: ")
+    assert names in line
+
+
+def test_engine_that_is_not_built(bad_input):
+    """A known engine without a binary in _bin is refused as not built yet."""
+    missing = [e for e in engine.KNOWN_ENGINES if e not in engine.built_engines()]
+    if not missing:
+        pytest.skip("every known engine is built")
+    line = bad_input(*RUN, "--engine", missing[0])
+    assert f"engine '{missing[0]}' is not built yet" in line
+    assert "native" in line  # names what is allowed
+
+
+def test_unknown_engine(bad_input):
+    """An engine name outside the design is refused with the built ones."""
+    line = bad_input(*RUN, "--engine", "bogus")
+    assert "unknown engine 'bogus'" in line
+
+
+def test_memory_guard_refuses_before_running(bad_input):
+    """A run touching more than MemAvailable is refused: one line, exit 2."""
+    line = bad_input(
+        "run",
+        "--workload",
+        "page_fault1",
+        "--tasks",
+        "1024",
+        "--size-mib",
+        "1048576",
+        *NEVER_FINISHES,
+    )
+    assert "MemAvailable" in line
+
+
+def test_pagesets_json_matches_this_kernel(pcplab):
+    """The protocol's example zone gives what kernel 6.18 showed for it.
+
+    This host's /proc/zoneinfo (6.18.44, 2 CPUs in node 0, high fraction 0)
+    showed zone Normal: managed 327680, low 6267, batch 63, high_min 3133,
+    high_max 20480.
+    """
+    proc = pcplab(
+        "pagesets",
+        "--managed-pages",
+        "327680",
+        "--low-wmark",
+        "6267",
+        "--cpus",
+        "2",
+        "--kernel",
+        "6.18",
+        "--json",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {"batch": 63, "high_min": 3133, "high_max": 20480}
+
+
+def test_pagesets_text_shows_the_values(pcplab):
+    """Without --json, pagesets prints a table with the three values."""
+    proc = pcplab(
+        "pagesets", "--managed-pages", "327680", "--low-wmark", "6267", "--cpus", "2"
+    )
+    assert proc.returncode == 0, proc.stderr
+    header, row = proc.stdout.splitlines()
+    assert header.split()[-3:] == ["batch", "high_min", "high_max"]
+    assert row.split()[0] == "Normal"
+
+
+def test_pagesets_host(pcplab):
+    """--host models every populated zone and says whether the kernel agrees."""
+    from pcplab.zoneinfo import read_host_zoneinfo
+
+    populated = [(z.node, z.zone) for z in read_host_zoneinfo() if z.managed > 0]
+    proc = pcplab("pagesets", "--host", "--json")
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout)
+    assert [(r["node"], r["zone"]) for r in rows] == populated
+    for row in rows:
+        model, kernel = row["model"], row["kernel"]
+        assert model["batch"] >= 1
+        assert model["high_min"] <= model["high_max"]
+        compared = ["batch", "high_min", "high_max"]
+        if kernel["high_min"] is None:  # kernels before 6.7
+            compared = ["batch", "high"]
+        differ = [k for k in compared if model[k] != kernel[k]]
+        assert row["mismatched"] == differ
+        assert row["match"] is (not differ)
+    text = pcplab("pagesets", "--host")
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.splitlines()[1].split() == [
+        "node",
+        "zone",
+        "managed",
+        "low",
+        "cpus",
+        "batch",
+        "high_min",
+        "high_max",
+        "match",
+    ]
+    assert len(text.stdout.splitlines()) == 2 + len(populated)
+
+
+def _check_stats(name: str, stats: dict | None, unavailable: dict) -> None:
+    """Check one latency entry: its keys, funclatency rows and their total."""
+    if stats is None:
+        assert any(name in field for field in unavailable), (name, unavailable)
+        return
+    assert STAT_KEYS <= set(stats)
+    rows = stats["log2_hist"]
+    for slot, (lo, hi, _) in enumerate(rows, 1):
+        assert (lo, hi) == ((0, 1) if slot == 1 else (1 << (slot - 1), (1 << slot) - 1))
+    assert sum(count for _, _, count in rows) == stats["count"]
+
+
+def test_native_run_json(pcplab):
+    """A real 1 s native run: schema keys, pages conserved, throughput > 0."""
+    proc = pcplab(*RUN, "--duration", "1", "--warmup", "0", "--json")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert RESULT_KEYS <= set(result)
+    assert result["engine"] == "native"
+    assert result["tasks"] == 2
+    assert result["spec"]["workload"] == "page_fault1"
+    assert result["invariants"]["pages_conserved"] is True
+    assert result["invariants"]["violations"] == []
+    assert result["throughput"]["ops_per_s"] > 0
+    for name in ("rmqueue_bulk", "free_pcppages_bulk", "fault"):
+        _check_stats(name, result["latency_ns"][name], result["unavailable"] or {})
+
+
+def test_native_run_text_and_output_file(pcplab, tmp_path):
+    """The text summary shows every section; --output keeps the JSON result."""
+    out = tmp_path / "result.json"
+    proc = pcplab(*RUN, "--duration", "1", "--warmup", "0", "--output", out)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(out.read_text())
+    assert RESULT_KEYS <= set(result)
+    for section in (
+        "throughput:",
+        "contention",
+        "latency (ns):",
+        "pcp:",
+        "invariants:",
+        "unavailable:",
+    ):
+        assert section in proc.stdout
+    assert "pages conserved yes" in proc.stdout
+    if (result["latency_ns"]["rmqueue_bulk"] or {}).get("count"):
+        assert "     nsecs               : count     distribution" in proc.stdout
+        assert re.search(
+            r"^avg = \d+ nsecs, total: \d+ nsecs, count: \d+$", proc.stdout, re.M
+        )
+
+
+def test_summary_names_unavailable_fields_and_formats_histograms():
+    """Null fields print n/a with their reason; histograms use bcc's layout."""
+    result = {
+        "engine": "native",
+        "spec": {"workload": "page_fault1", "tasks": 2, "kernel": "6.18"},
+        "tasks": 2,
+        "duration_s": 1.0,
+        "throughput": {
+            "ops_per_s": 1234.5,
+            "pages_per_s": 1234.5,
+            "ops_per_task_per_s": 617.25,
+        },
+        "latency_ns": {
+            "rmqueue_bulk": {
+                "count": 3,
+                "avg": 5.0,
+                "p50": 4,
+                "p99": 7,
+                "max": 7,
+                "log2_hist": [[0, 1, 0], [2, 3, 1], [4, 7, 2]],
+            },
+            "free_pcppages_bulk": None,
+        },
+        "lock_hold_ns": {"zone_lock": None},
+        "invariants": {"checked": True, "pages_conserved": True, "violations": []},
+        "unavailable": {
+            "latency_ns.free_pcppages_bulk": "not traced in this test",
+            "lock_hold_ns.zone_lock": "no lock timing",
+        },
+    }
+    text = format_summary(result)
+    assert "latency_ns.free_pcppages_bulk: not traced in this test" in text
+    assert "lock_hold_ns.zone_lock: no lock timing" in text
+    assert re.search(r"^\s+free_pcppages_bulk(\s+n/a){5}$", text, re.M)
+    assert "         4 -> 7          : 2        |" + "*" * 40 + "|" in text
+    assert "avg = 5 nsecs, total: 15 nsecs, count: 3" in text
+    assert "pages conserved yes" in text
