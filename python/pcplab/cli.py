@@ -85,7 +85,8 @@ def _host_rows(high_fraction: int | None, kernel: str | None) -> list[dict[str, 
     zones = [z for z in zoneinfo.read_host_zoneinfo() if z.managed > 0]
     if not zones:
         raise PcplabError("/proc/zoneinfo lists no zone with managed pages")
-    fraction = zoneinfo.read_high_fraction() if high_fraction is None else high_fraction
+    live = zoneinfo.read_high_fraction()
+    fraction = live if high_fraction is None else high_fraction
     request: dict[str, Any] = {"high_fraction": fraction, "zones": []}
     if kernel is not None:
         request["kernel"] = kernel
@@ -128,11 +129,15 @@ def _host_rows(high_fraction: int | None, kernel: str | None) -> list[dict[str, 
                 "low_wmark": z.low,
                 "cpus": asked["cpus"],
                 "high_fraction": fraction,
+                "kernel_high_fraction": live,
                 "model": {
                     k: model.get(k) for k in ("batch", "high", "high_min", "high_max")
                 },
                 "kernel": kernel_view,
-                "match": None if kernel_view is None else not mismatched,
+                # The kernel's pagesets follow the live fraction only.
+                "match": None
+                if kernel_view is None or fraction != live
+                else not mismatched,
                 "mismatched": mismatched,
             }
         )
@@ -160,8 +165,10 @@ def _print_host_rows(rows: list[dict[str, Any]]) -> None:
     ]
     table = []
     for row in rows:
-        if row["match"] is None:
+        if row["kernel"] is None:
             match = "n/a (no pageset)"
+        elif row["match"] is None:
+            match = f"n/a (kernel at {row['kernel_high_fraction']})"
         else:
             match = "yes" if row["match"] else "no: " + ",".join(row["mismatched"])
         table.append(
@@ -177,10 +184,10 @@ def _print_host_rows(rows: list[dict[str, Any]]) -> None:
                 match,
             ]
         )
-    fraction = rows[0]["high_fraction"]
+    fraction, live = rows[0]["high_fraction"], rows[0]["kernel_high_fraction"]
     click.echo(
-        f"model/kernel pagesets (kernel: first CPU's pageset in /proc/zoneinfo; "
-        f"percpu_pagelist_high_fraction {fraction})"
+        f"model/kernel pagesets (model: percpu_pagelist_high_fraction {fraction}; "
+        f"kernel: first CPU's pageset in /proc/zoneinfo, fraction {live})"
     )
     for line in format_table(headers, table, left=2):
         click.echo(line)

@@ -94,6 +94,7 @@ int main(int argc, char **argv)
 	char *text;
 	int ret;
 
+	arch_init();
 	if (!strcmp(cmd, "proptest"))
 		return proptest_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "run") && strcmp(cmd, "resolve") &&

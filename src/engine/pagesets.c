@@ -12,7 +12,7 @@
 
 static int zone_reply(const cJSON *zin, cJSON *out, char *err)
 {
-	const char *keys[] = {"managed_pages", "low_wmark", "cpus"};
+	const char *keys[] = { "managed_pages", "low_wmark", "cpus" };
 	double val[3];
 	const cJSON *name = cJSON_GetObjectItemCaseSensitive(zin, "name");
 	const cJSON *node = cJSON_GetObjectItemCaseSensitive(zin, "node");
@@ -63,6 +63,7 @@ int pagesets_main(const char *text, char *err)
 {
 	cJSON *req = cJSON_Parse(text), *reply, *out;
 	const cJSON *kernel, *frac, *zones, *zin;
+	const struct kernel_gen *gen;
 	int ret = -1;
 
 	if (!req || !cJSON_IsObject(req)) {
@@ -71,13 +72,14 @@ int pagesets_main(const char *text, char *err)
 		goto out;
 	}
 	kernel = cJSON_GetObjectItemCaseSensitive(req, "kernel");
-	pcp_policy.gen = find_kernel_gen(
-		cJSON_IsString(kernel) ? kernel->valuestring : "6.18");
-	if (!pcp_policy.gen) {
+	gen = find_kernel_gen(cJSON_IsString(kernel) ? kernel->valuestring
+						     : "6.18");
+	if (!gen) {
 		snprintf(err, ERRLEN, "unknown kernel '%s'; known: %s",
 			 kernel->valuestring, kernel_gen_names());
 		goto out;
 	}
+	pcp_policy.gen = *gen;
 	frac = cJSON_GetObjectItemCaseSensitive(req, "high_fraction");
 	pcp_policy.high_fraction = 0;
 	if (frac && !cJSON_IsNull(frac)) {

@@ -8,7 +8,10 @@
  * few thousand operations and after a final drain.
  *
  *   proptest --seed S --ops N [--cpus C] [--kernel V] [--memory-mib M]
- *            [--check-every K]
+ *            [--check-every K] [--inject leak|count]
+ *
+ * --inject breaks the model on purpose halfway through (a held block
+ * forgotten, a pcp->count off by one), to prove the checker notices.
  *
  * Prints one JSON line; exit 0, or 3 with the violations listed.
  */
@@ -32,10 +35,11 @@ struct proptest {
 	struct invariant_report rep;
 	unsigned long violations;
 	char first[160];
+	bool injected;
 };
 
-static const unsigned int orders[] = {0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 9, 10};
-static const int fractions[] = {0, 0, 8, 10, 64, 1000};
+static const unsigned int orders[] = { 0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 9, 10 };
+static const int fractions[] = { 0, 0, 8, 10, 64, 1000 };
 
 static void check(struct proptest *p)
 {
@@ -60,7 +64,7 @@ static void do_alloc(struct proptest *p)
 		p->alloc_failures++;
 		return;
 	}
-	p->held[p->nr_held++] = (struct held_block){page, order};
+	p->held[p->nr_held++] = (struct held_block){ page, order };
 	p->held_pages += 1UL << order;
 	p->allocs++;
 }
@@ -91,7 +95,7 @@ static void do_knob(struct proptest *p, struct zone *zone)
 {
 	switch (prandom_below(&p->rnd, 5)) {
 	case 0:
-		if (pcp_policy.gen->high_autotune)
+		if (pcp_policy.gen.high_autotune)
 			pcp_batch_scale_max_set((int)prandom_below(&p->rnd, 7));
 		break;
 	case 1:
@@ -118,12 +122,18 @@ static void do_knob(struct proptest *p, struct zone *zone)
 	}
 }
 
-static void step(struct proptest *p, struct zone *zone)
+/*
+ * One random operation. Phases of 50000 operations alternate between
+ * filling (allocations win) and emptying the zone, so that it runs dry,
+ * fragments and falls back between migratetypes.
+ */
+static void step(struct proptest *p, struct zone *zone, long i)
 {
 	u64 r = prandom_below(&p->rnd, 1000);
+	u64 alloc_share = (i / 50000) % 2 ? 300 : 650;
 
 	arch_set_cpu((int)prandom_below(&p->rnd, (u64)nr_cpu_ids));
-	if (r < 480)
+	if (r < alloc_share)
 		do_alloc(p);
 	else if (r < 900)
 		do_free(p, false);
@@ -139,6 +149,18 @@ static void step(struct proptest *p, struct zone *zone)
 		drain_all_pages(NULL);
 	else
 		do_knob(p, zone);
+}
+
+/* Break the model on purpose (see --inject). */
+static void inject(struct proptest *p, struct zone *zone, const char *what)
+{
+	if (!strcmp(what, "leak") && p->nr_held) {
+		p->held_pages -= 1UL << p->held[--p->nr_held].order;
+		p->injected = true;
+	} else if (!strcmp(what, "count")) {
+		per_cpu_ptr(zone, 0)->count++;
+		p->injected = true;
+	}
 }
 
 static long arg_long(int argc, char **argv, const char *name, long def)
@@ -166,19 +188,21 @@ int proptest_main(int argc, char **argv)
 	long every = arg_long(argc, argv, "--check-every", 20000);
 	struct zone_desc zd = {
 		0, ZONE_NORMAL,
-		(unsigned long)arg_long(argc, argv, "--memory-mib", 48) << 8};
-	struct proptest p = {0};
+		(unsigned long)arg_long(argc, argv, "--memory-mib", 48) << 8
+	};
+	struct proptest p = { 0 };
+	const struct kernel_gen *gen;
 	struct zone *zone;
 
-	pcp_policy.gen =
-		find_kernel_gen(arg_str(argc, argv, "--kernel", "6.18"));
-	if (!pcp_policy.gen || cpus < 1 || cpus > NR_CPUS || every < 1) {
+	gen = find_kernel_gen(arg_str(argc, argv, "--kernel", "6.18"));
+	if (!gen || cpus < 1 || cpus > NR_CPUS || every < 1) {
 		fprintf(stderr,
 			"pcplab: error: proptest takes --kernel (%s), --cpus 1..%d, --check-every >= 1\n",
 			kernel_gen_names(), NR_CPUS);
 		return 2;
 	}
-	pcp_policy.relinquish = pcp_policy.gen->relinquish;
+	pcp_policy.gen = *gen;
+	pcp_policy.relinquish = gen->relinquish;
 	prandom_seed(&p.rnd, (u64)arg_long(argc, argv, "--seed", 1));
 	BUG_ON(free_area_init(&zd, 1, (int)cpus, NULL));
 	zone = &NODE_DATA(0)->node_zones[0];
@@ -187,7 +211,9 @@ int proptest_main(int argc, char **argv)
 	BUG_ON(!p.held);
 
 	for (long i = 0; i < ops; i++) {
-		step(&p, zone);
+		if (i >= ops / 2 && !p.injected)
+			inject(&p, zone, arg_str(argc, argv, "--inject", ""));
+		step(&p, zone, i);
 		if ((i + 1) % every == 0)
 			check(&p);
 	}
@@ -197,17 +223,18 @@ int proptest_main(int argc, char **argv)
 	check(&p);
 	if (p.rep.pcp_pages ||
 	    p.rep.buddy_pages + p.rep.deferred_pages != p.rep.managed_pages) {
-		snprintf(
-			p.first, sizeof(p.first),
-			"after freeing everything: pcp %lu, buddy %lu + deferred %lu != managed %lu",
-			p.rep.pcp_pages, p.rep.buddy_pages,
-			p.rep.deferred_pages, p.rep.managed_pages);
+		if (!p.violations)
+			snprintf(
+				p.first, sizeof(p.first),
+				"after freeing everything: pcp %lu, buddy %lu + deferred %lu != managed %lu",
+				p.rep.pcp_pages, p.rep.buddy_pages,
+				p.rep.deferred_pages, p.rep.managed_pages);
 		p.violations++;
 	}
 	printf("{\"kernel\":\"%s\",\"ops\":%ld,\"cpus\":%ld,\"checks\":%lu,"
 	       "\"allocs\":%lu,\"frees\":%lu,\"alloc_failures\":%lu,"
 	       "\"violations\":%lu,\"first_violation\":\"%s\"}\n",
-	       pcp_policy.gen->name, ops, cpus, p.checks, p.allocs, p.frees,
+	       pcp_policy.gen.name, ops, cpus, p.checks, p.allocs, p.frees,
 	       p.alloc_failures, p.violations, p.first);
 	free(p.held);
 	free_area_exit();

@@ -104,7 +104,7 @@ static cJSON *invariants_json(const struct invariant_report *a,
 {
 	cJSON *o = cJSON_CreateObject();
 	cJSON *v = cJSON_CreateArray();
-	const struct invariant_report *reps[] = {a, b};
+	const struct invariant_report *reps[] = { a, b };
 
 	cJSON_AddBoolToObject(o, "checked", a->checked && b->checked);
 	cJSON_AddBoolToObject(o, "pages_conserved",
@@ -133,8 +133,8 @@ static void add_contention(cJSON *root, const struct spec *s,
 	double cpu_ns = r->duration_s * 1e9 * s->tasks;
 	cJSON *c = cJSON_AddObjectToObject(root, "contention");
 	cJSON *locks = cJSON_AddObjectToObject(root, "locks");
-	static const char *const names[] = {"zone_lock", "lru_lock",
-					    "pcp_lock"};
+	static const char *const names[] = { "zone_lock", "lru_lock",
+					     "pcp_lock" };
 
 	cJSON_AddNumberToObject(c, "zone_lock_pct",
 				pct(t->lock[LOCK_ZONE].wait_ns, cpu_ns));

@@ -115,7 +115,7 @@ static int check_keys(const cJSON *o, char *err)
 	return 0;
 }
 
-static const char *const relinquish_names[] = {"off", "contended", "batched"};
+static const char *const relinquish_names[] = { "off", "contended", "batched" };
 
 static int parse_schedule(const cJSON *o, struct spec *s, char *err)
 {
@@ -319,7 +319,7 @@ out:
 /* Configure the model's policy (pcp_policy) from a parsed spec. */
 void spec_apply_policy(const struct spec *s)
 {
-	pcp_policy.gen = s->gen;
+	pcp_policy.gen = *s->gen;
 	pcp_policy.batch = s->batch;
 	pcp_policy.high = s->high;
 	pcp_policy.high_fraction = s->high_fraction;

@@ -10,16 +10,15 @@
 
 /* Fallback order of migratetypes when a type's lists are empty. */
 static const int fallbacks[MIGRATE_PCPTYPES][MIGRATE_PCPTYPES - 1] = {
-	[MIGRATE_UNMOVABLE] = {MIGRATE_RECLAIMABLE, MIGRATE_MOVABLE},
-	[MIGRATE_MOVABLE] = {MIGRATE_RECLAIMABLE, MIGRATE_UNMOVABLE},
-	[MIGRATE_RECLAIMABLE] = {MIGRATE_UNMOVABLE, MIGRATE_MOVABLE},
+	[MIGRATE_UNMOVABLE] = { MIGRATE_RECLAIMABLE, MIGRATE_MOVABLE },
+	[MIGRATE_MOVABLE] = { MIGRATE_RECLAIMABLE, MIGRATE_UNMOVABLE },
+	[MIGRATE_RECLAIMABLE] = { MIGRATE_UNMOVABLE, MIGRATE_MOVABLE },
 };
 
-/* Free pages of @zone, counting those still waiting for deferred init. */
+/* Free pages of @zone, those still waiting for deferred init included. */
 unsigned long zone_free_pages(const struct zone *zone)
 {
-	return (unsigned long)READ_ONCE(zone->nr_free_pages) +
-	       (zone_end_pfn(zone) - READ_ONCE(zone->deferred_pfn));
+	return (unsigned long)READ_ONCE(zone->nr_free_pages);
 }
 
 /*
@@ -51,9 +50,10 @@ void set_pageblock_migratetype(struct page *page, int migratetype)
 			      pageblock_order] = (u8)migratetype;
 }
 
+/* NR_FREE_PAGES: written under zone->lock, read locklessly by watermarks. */
 static void account_freepages(struct zone *zone, long nr_pages)
 {
-	zone->nr_free_pages += nr_pages;
+	WRITE_ONCE(zone->nr_free_pages, zone->nr_free_pages + nr_pages);
 }
 
 static void add_to_free_list(struct page *page, struct zone *zone,
@@ -67,7 +67,7 @@ static void add_to_free_list(struct page *page, struct zone *zone,
 		list_add_tail(&page->lru, &area->free_list[migratetype]);
 	else
 		list_add(&page->lru, &area->free_list[migratetype]);
-	area->nr_free++;
+	WRITE_ONCE(area->nr_free, area->nr_free + 1);
 }
 
 static void del_page_from_free_list(struct page *page, struct zone *zone,
@@ -75,7 +75,8 @@ static void del_page_from_free_list(struct page *page, struct zone *zone,
 {
 	list_del(&page->lru);
 	page->state = PAGE_TAIL;
-	zone->free_area[order].nr_free--;
+	WRITE_ONCE(zone->free_area[order].nr_free,
+		   zone->free_area[order].nr_free - 1);
 }
 
 /*
@@ -150,7 +151,7 @@ static void move_freepages_block(struct zone *zone, struct page *page,
 	while (pfn < start + pageblock_nr_pages) {
 		struct page *p = pfn_to_page(pfn);
 
-		if (p->state == PAGE_BUDDY) {
+		if (READ_ONCE(p->state) == PAGE_BUDDY) {
 			list_move(&p->lru,
 				  &zone->free_area[p->order].free_list[mt]);
 			pfn += 1UL << p->order;
@@ -175,17 +176,17 @@ static unsigned long block_claimable_pages(struct page *page, int start_mt,
 	while (pfn < start + pageblock_nr_pages) {
 		struct page *p = pfn_to_page(pfn);
 
-		if (p->state == PAGE_BUDDY) {
+		if (READ_ONCE(p->state) == PAGE_BUDDY) {
 			free += 1UL << p->order;
 			pfn += 1UL << p->order;
 			continue;
 		}
 		if (start_mt == MIGRATE_MOVABLE)
-			alike += p->state == PAGE_HELD &&
-				 p->alloc_mt == MIGRATE_MOVABLE;
+			alike += READ_ONCE(p->state) == PAGE_HELD &&
+				 READ_ONCE(p->alloc_mt) == MIGRATE_MOVABLE;
 		else if (block_mt == MIGRATE_MOVABLE)
-			alike += !(p->state == PAGE_HELD &&
-				   p->alloc_mt == MIGRATE_MOVABLE);
+			alike += !(READ_ONCE(p->state) == PAGE_HELD &&
+				   READ_ONCE(p->alloc_mt) == MIGRATE_MOVABLE);
 		pfn++;
 	}
 	return free + alike;
@@ -299,7 +300,8 @@ static bool page_is_buddy(const struct zone *zone, unsigned long buddy_pfn,
 	if (buddy_pfn < zone->zone_start_pfn || buddy_pfn >= zone->deferred_pfn)
 		return false;
 	buddy = pfn_to_page(buddy_pfn);
-	return buddy->state == PAGE_BUDDY && buddy->order == order;
+	/* PageBuddy() of a page another CPU may be handing out: READ_ONCE */
+	return READ_ONCE(buddy->state) == PAGE_BUDDY && buddy->order == order;
 }
 
 /*
@@ -398,6 +400,8 @@ bool deferred_grow_zone(struct zone *zone)
 	end = min((start | (PAGES_PER_SECTION - 1)) + 1, zone_end_pfn(zone));
 	sparse_populate_section(start >> PFN_SECTION_SHIFT, zone);
 	WRITE_ONCE(zone->deferred_pfn, end);
+	/* already counted free: __free_one_page() will count them again */
+	account_freepages(zone, -(long)(end - start));
 	free_pfn_range(zone, start, end);
 	return true;
 }

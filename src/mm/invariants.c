@@ -106,9 +106,13 @@ static unsigned long check_free_lists(struct invariant_report *r,
 				  zone->name, o, zone->free_area[o].nr_free, n);
 		pages += n << o;
 	}
-	if ((long)pages != zone->nr_free_pages)
-		violation(r, "buddy: %s NR_FREE_PAGES %ld, lists hold %lu",
-			  zone->name, zone->nr_free_pages, pages);
+	if ((long)(pages + zone_end_pfn(zone) - zone->deferred_pfn) !=
+	    zone->nr_free_pages)
+		violation(
+			r,
+			"buddy: %s NR_FREE_PAGES %ld, lists + deferred hold %lu",
+			zone->name, zone->nr_free_pages,
+			pages + zone_end_pfn(zone) - zone->deferred_pfn);
 	return pages;
 }
 

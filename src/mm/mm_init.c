@@ -26,8 +26,8 @@ struct cpu_stats *cpu_stats;
 /* The zone names of /proc/zoneinfo. */
 const char *zone_type_name(enum zone_type type)
 {
-	static const char *const names[] = {"DMA", "DMA32", "Normal",
-					    "Movable"};
+	static const char *const names[] = { "DMA", "DMA32", "Normal",
+					     "Movable" };
 
 	return names[type];
 }
@@ -39,7 +39,7 @@ const char *zone_type_name(enum zone_type type)
  */
 int zone_batchsize(const struct zone *zone)
 {
-	unsigned long cap = pcp_policy.gen->batch_cap_bytes / PAGE_SIZE / 4;
+	unsigned long cap = pcp_policy.gen.batch_cap_bytes / PAGE_SIZE / 4;
 	unsigned long batch = min(zone->managed_pages >> 12, cap);
 
 	if (batch <= 1)
@@ -89,7 +89,7 @@ static void v418_high_and_batch(const struct zone *zone, int *high, int *batch)
  */
 void zone_set_pageset_high_and_batch(struct zone *zone, int cpu_online)
 {
-	const struct kernel_gen *gen = pcp_policy.gen;
+	const struct kernel_gen *gen = &pcp_policy.gen;
 	int batch = pcp_policy.batch ? pcp_policy.batch : zone_batchsize(zone);
 	int high_min, high_max, cpu;
 
@@ -199,10 +199,10 @@ void setup_per_zone_wmarks(unsigned long min_free_kbytes)
 }
 
 /* A fresh pageset: empty lists, the boot pageset's high 0 and batch 1. */
-static void per_cpu_pages_init(struct per_cpu_pages *pcp)
+static void per_cpu_pages_init(struct per_cpu_pages *pcp, int cpu)
 {
 	memset(pcp, 0, sizeof(*pcp));
-	pcp_lock_init(&pcp->lock);
+	pcp_lock_init(&pcp->lock, cpu);
 	for (int i = 0; i < NR_PCP_LISTS; i++)
 		INIT_LIST_HEAD(&pcp->lists[i]);
 	pcp->batch = 1;
@@ -226,6 +226,7 @@ static int zone_init(struct zone *zone, struct pglist_data *pgdat,
 	zone->spanned_pages = zd->managed_pages;
 	zone->managed_pages = zd->managed_pages;
 	zone->deferred_pfn = start_pfn;
+	zone->nr_free_pages = (long)zd->managed_pages; /* all deferred */
 	zone->pageset_high_min = zone->pageset_high_max = -1;
 	zone->pageset_batch = -1;
 
@@ -241,8 +242,30 @@ static int zone_init(struct zone *zone, struct pglist_data *pgdat,
 	if (!zone->per_cpu_pageset)
 		return -ENOMEM;
 	for (int cpu = 0; cpu < nr_cpu_ids; cpu++)
-		per_cpu_pages_init(per_cpu_ptr(zone, cpu));
+		per_cpu_pages_init(per_cpu_ptr(zone, cpu), cpu);
 	return 0;
+}
+
+/*
+ * Each node's fallback zonelist: its own zones from the highest, then the
+ * other nodes' in increasing distance (the model's distance is the node
+ * number difference, wrapping).
+ */
+static void build_all_zonelists(void)
+{
+	for (int nid = 0; nid < nr_node_ids; nid++) {
+		struct zone **z = NODE_DATA(nid)->zonelist;
+
+		for (int i = 0; i < nr_node_ids; i++) {
+			struct pglist_data *pgdat =
+				NODE_DATA((nid + i) % nr_node_ids);
+
+			for (int zi = pgdat->nr_zones - 1; zi >= 0; zi--)
+				if (pgdat->node_zones[zi].managed_pages)
+					*z++ = &pgdat->node_zones[zi];
+		}
+		*z = NULL;
+	}
 }
 
 /*
@@ -304,6 +327,7 @@ int free_area_init(const struct zone_desc *zones, int nr_zones, int nr_cpus,
 		lowmem_kbytes += zones[i].managed_pages << (PAGE_SHIFT - 10);
 	}
 
+	build_all_zonelists();
 	cpu_stats = aligned_alloc(64, sizeof(struct cpu_stats) * nr_cpus);
 	if (!cpu_stats)
 		return -ENOMEM;

@@ -29,7 +29,7 @@ void pcp_batch_scale_max_set(int value)
 /* Orders the pcp lists cache: 0..3 and the THP order (order 0 on v4.18). */
 bool pcp_allowed_order(unsigned int order)
 {
-	if (!pcp_policy.gen->pcp_high_order)
+	if (!pcp_policy.gen.pcp_high_order)
 		return order == 0;
 	return order <= PAGE_ALLOC_COSTLY_ORDER || order == HPAGE_PMD_ORDER;
 }
@@ -55,11 +55,12 @@ int pindex_to_order(unsigned int pindex)
  * lock, and fall back to the buddy lists when an interrupted holder or a
  * remote drain has it; before, they disabled interrupts and could not fail.
  */
-static struct per_cpu_pages *pcp_spin_trylock_this(struct zone *zone)
+static __always_inline struct per_cpu_pages *
+pcp_spin_trylock_this(struct zone *zone)
 {
 	struct per_cpu_pages *pcp = per_cpu_ptr(zone, smp_processor_id());
 
-	if (!pcp_policy.gen->pcp_trylock) {
+	if (!pcp_policy.gen.pcp_trylock) {
 		pcp_spin_lock(&pcp->lock);
 		return pcp;
 	}
@@ -120,8 +121,8 @@ static int nr_pcp_alloc(struct per_cpu_pages *pcp, struct zone *zone,
 	int base = READ_ONCE(pcp->batch);
 	int high_min, high_max, high, nr, room, factor;
 
-	if (!pcp_policy.gen->high_autotune) {
-		if (!pcp_policy.gen->pcp_high_order)
+	if (!pcp_policy.gen.high_autotune) {
+		if (!pcp_policy.gen.pcp_high_order)
 			return base;
 		return base > 1 ? max(base >> order, 2) : 1;
 	}
@@ -154,20 +155,29 @@ static int nr_pcp_alloc(struct per_cpu_pages *pcp, struct zone *zone,
 	return nr;
 }
 
+/* Refill an empty pcp list from the buddy (out of line: the slow path). */
+static __attribute__((noinline)) void
+rmqueue_pcplist_refill(struct zone *zone, unsigned int order, int migratetype,
+		       unsigned int alloc_flags, struct per_cpu_pages *pcp,
+		       struct list_head *list)
+{
+	int nr = nr_pcp_alloc(pcp, zone, order);
+	int got = rmqueue_bulk(zone, order, nr, list, migratetype, alloc_flags);
+
+	pcp->count += got << order;
+}
+
 /* Pop a block from @list, refilling it from the buddy when empty. */
-static struct page *__rmqueue_pcplist(struct zone *zone, unsigned int order,
-				      int migratetype, unsigned int alloc_flags,
-				      struct per_cpu_pages *pcp,
-				      struct list_head *list)
+static __always_inline struct page *
+__rmqueue_pcplist(struct zone *zone, unsigned int order, int migratetype,
+		  unsigned int alloc_flags, struct per_cpu_pages *pcp,
+		  struct list_head *list)
 {
 	struct page *page;
 
 	if (list_empty(list)) {
-		int nr = nr_pcp_alloc(pcp, zone, order);
-		int got = rmqueue_bulk(zone, order, nr, list, migratetype,
-				       alloc_flags);
-
-		pcp->count += got << order;
+		rmqueue_pcplist_refill(zone, order, migratetype, alloc_flags,
+				       pcp, list);
 		if (unlikely(list_empty(list)))
 			return NULL;
 	}
@@ -178,8 +188,10 @@ static struct page *__rmqueue_pcplist(struct zone *zone, unsigned int order,
 }
 
 /* Allocate from this CPU's pageset; NULL if its lock is busy or empty. */
-static struct page *rmqueue_pcplist(struct zone *zone, unsigned int order,
-				    int migratetype, unsigned int alloc_flags)
+static __always_inline struct page *rmqueue_pcplist(struct zone *zone,
+						    unsigned int order,
+						    int migratetype,
+						    unsigned int alloc_flags)
 {
 	struct per_cpu_pages *pcp;
 	struct list_head *list;
@@ -190,7 +202,7 @@ static struct page *rmqueue_pcplist(struct zone *zone, unsigned int order,
 		return NULL;
 	cost(COST_PCP_ALLOC, 1);
 	/* Allocating ends a run of frees: their drain scaling decays. */
-	if (pcp_policy.gen->high_autotune)
+	if (pcp_policy.gen.high_autotune)
 		pcp->free_count >>= 1;
 	else
 		pcp->free_factor >>= 1;
@@ -216,8 +228,9 @@ static struct page *rmqueue_buddy(struct zone *zone, unsigned int order,
 	return page;
 }
 
-static struct page *rmqueue(struct zone *zone, unsigned int order,
-			    int migratetype, unsigned int alloc_flags)
+static __always_inline struct page *rmqueue(struct zone *zone,
+					    unsigned int order, int migratetype,
+					    unsigned int alloc_flags)
 {
 	struct page *page = NULL;
 
@@ -229,43 +242,38 @@ static struct page *rmqueue(struct zone *zone, unsigned int order,
 }
 
 /*
- * Walk the zonelist (this node's zones from the highest, then the other
- * nodes in order) and allocate from the first zone that passes the
- * watermark. A zone found below its high watermark is flagged BELOW_HIGH,
- * which stops pcp->high from growing and shrinks it on frees (v6.7+).
+ * Walk this node's zonelist (its zones from the highest, then the other
+ * nodes') and allocate from the first zone that passes the watermark. A
+ * zone found below its high watermark is flagged BELOW_HIGH, which stops
+ * pcp->high from growing and shrinks it on frees (v6.7+); a zone above it
+ * needs no further check.
  */
-static struct page *get_page_from_freelist(unsigned int order,
-					   unsigned int alloc_flags,
-					   int migratetype)
+static __always_inline struct page *
+get_page_from_freelist(unsigned int order, unsigned int alloc_flags,
+		       int migratetype)
 {
-	int local = cpu_to_node(smp_processor_id());
+	struct zone **z = NODE_DATA(cpu_to_node(smp_processor_id()))->zonelist;
 
-	for (int i = 0; i < nr_node_ids; i++) {
-		struct pglist_data *pgdat =
-			NODE_DATA((local + i) % nr_node_ids);
+	for (; *z; z++) {
+		struct zone *zone = *z;
+		struct page *page;
 
-		for (int z = pgdat->nr_zones - 1; z >= 0; z--) {
-			struct zone *zone = &pgdat->node_zones[z];
-			struct page *page;
-
-			if (!zone->managed_pages)
-				continue;
-			if (pcp_policy.gen->high_autotune &&
-			    !test_bit(ZONE_BELOW_HIGH, &zone->flags) &&
-			    !zone_watermark_ok(zone, order,
-					       high_wmark_pages(zone)))
-				set_bit(ZONE_BELOW_HIGH, &zone->flags);
-			if (!(alloc_flags & ALLOC_NO_WATERMARKS) &&
-			    !zone_watermark_ok(
-				    zone, order,
-				    wmark_pages(zone,
-						alloc_flags &
-							ALLOC_WMARK_MASK)))
-				continue;
-			page = rmqueue(zone, order, migratetype, alloc_flags);
-			if (page)
-				return page;
+		if (pcp_policy.gen.high_autotune &&
+		    !test_bit(ZONE_BELOW_HIGH, &zone->flags)) {
+			if (zone_watermark_fast(zone, order,
+						high_wmark_pages(zone)))
+				goto try_this_zone;
+			set_bit(ZONE_BELOW_HIGH, &zone->flags);
 		}
+		if (!(alloc_flags & ALLOC_NO_WATERMARKS) &&
+		    !zone_watermark_fast(
+			    zone, order,
+			    wmark_pages(zone, alloc_flags & ALLOC_WMARK_MASK)))
+			continue;
+try_this_zone:
+		page = rmqueue(zone, order, migratetype, alloc_flags);
+		if (page)
+			return page;
 	}
 	return NULL;
 }
@@ -287,10 +295,10 @@ struct page *alloc_pages(unsigned int order, int migratetype)
 		count_event(ALLOC_FAIL, 1);
 		return NULL;
 	}
-	page->state = PAGE_HELD;
-	page->order = (u8)order;
-	page->alloc_mt = (u8)migratetype;
-	page->owner = (u32)smp_processor_id();
+	/* racing with lockless PageBuddy() reads of a merging CPU: READ_ONCE */
+	WRITE_ONCE(page->state, PAGE_HELD);
+	WRITE_ONCE(page->order, (u8)order);
+	WRITE_ONCE(page->alloc_mt, (u8)migratetype);
 	count_event(PGALLOC, 1UL << order);
 	return page;
 }
@@ -317,10 +325,14 @@ void free_pcppages_bulk(struct zone *zone, int count, struct per_cpu_pages *pcp,
 		struct list_head *list;
 		int order, nr_pages;
 
+		int visited = 0;
+
 		do {
 			if (++pindex >= NR_PCP_LISTS)
 				pindex = 0;
 			list = &pcp->lists[pindex];
+			/* pcp->count promised pages that no list holds */
+			BUG_ON(++visited > NR_PCP_LISTS);
 		} while (list_empty(list));
 		order = pindex_to_order((unsigned int)pindex);
 		nr_pages = 1 << order;
@@ -335,7 +347,7 @@ void free_pcppages_bulk(struct zone *zone, int count, struct per_cpu_pages *pcp,
 			freed += nr_pages;
 			cost(COST_BUDDY_FREE_PAGE, nr_pages);
 			__free_one_page(page, page->pfn, zone, order,
-					get_pageblock_migratetype(page),
+					get_pfnblock_migratetype(zone, page),
 					FPI_NONE);
 			since_break += nr_pages;
 			if (relinquish && since_break >= batch && count > 0 &&
@@ -360,12 +372,13 @@ void free_pcppages_bulk(struct zone *zone, int count, struct per_cpu_pages *pcp,
  * (spec §1d: the first matching rule wins). Before v6.7: high, or
  * min(4 * batch, high) while kswapd reclaims the zone, or 0 for free_high.
  */
-static int nr_pcp_high(struct per_cpu_pages *pcp, struct zone *zone, int batch,
-		       bool free_high)
+static __always_inline int nr_pcp_high(struct per_cpu_pages *pcp,
+				       struct zone *zone, int batch,
+				       bool free_high)
 {
 	int high_min, high_max, high, fc;
 
-	if (!pcp_policy.gen->high_autotune) {
+	if (!pcp_policy.gen.high_autotune) {
 		high = READ_ONCE(pcp->high);
 		if (!high || free_high)
 			return 0;
@@ -417,7 +430,7 @@ static int nr_pcp_high(struct per_cpu_pages *pcp, struct zone *zone, int batch,
 static int nr_pcp_free(struct per_cpu_pages *pcp, int batch, int high,
 		       bool free_high)
 {
-	const struct kernel_gen *gen = pcp_policy.gen;
+	const struct kernel_gen *gen = &pcp_policy.gen;
 	int scaled;
 
 	if (!gen->high_from_zone)
@@ -440,17 +453,17 @@ static int nr_pcp_free(struct per_cpu_pages *pcp, int batch, int high,
 }
 
 /* Whether this free of @order flushes the pcp (spec §1d free_high). */
-static bool pcp_free_high(struct per_cpu_pages *pcp, unsigned int order,
-			  int batch)
+static __always_inline bool pcp_free_high(struct per_cpu_pages *pcp,
+					  unsigned int order, int batch)
 {
 	bool high_order = order && order <= PAGE_ALLOC_COSTLY_ORDER;
 	bool free_high = false;
 
-	if (!pcp_policy.gen->high_autotune)
+	if (!pcp_policy.gen.high_autotune)
 		return high_order && pcp->free_factor;
 
 	if (high_order) {
-		int threshold = pcp_policy.gen->free_high_v616
+		int threshold = pcp_policy.gen.free_high_v616
 					? batch + pcp->high_min / 2
 					: batch;
 
@@ -474,45 +487,17 @@ static void clear_below_high(struct zone *zone)
 }
 
 /*
- * Put a page on this CPU's pageset and drain if count reached the
- * threshold. Returns false if the pcp lock was dropped (v6.19 batching:
- * the drain runs in pcp->batch chunks, releasing both locks between
- * chunks, and stops if the pcp lock cannot be taken again).
+ * The drain half of free_frozen_page_commit(), out of line so that the
+ * common free (count below the threshold) stays short. Returns false if
+ * the pcp lock was dropped (v6.19 batching: the drain runs in pcp->batch
+ * chunks, releasing both locks between chunks, and stops if the pcp lock
+ * cannot be taken again).
  */
-static bool free_frozen_page_commit(struct zone *zone,
-				    struct per_cpu_pages *pcp,
-				    struct page *page, int migratetype,
-				    unsigned int order)
+static __attribute__((noinline)) bool
+free_frozen_page_drain(struct zone *zone, struct per_cpu_pages *pcp, int pindex,
+		       int batch, int high, bool free_high)
 {
-	int pindex = (int)order_to_pindex(migratetype, (int)order);
-	int batch = READ_ONCE(pcp->batch);
-	int high, to_free;
-	bool free_high;
-
-	cost(COST_PCP_FREE, 1);
-	count_event(PGFREE, 1UL << order);
-	pcp->alloc_factor >>= 1;
-	page->state = PAGE_PCP;
-	page->order = (u8)order;
-	list_add(&page->lru, &pcp->lists[pindex]);
-	pcp->count += 1 << order;
-
-	free_high = pcp_free_high(pcp, order, batch);
-	if (pcp_policy.gen->high_autotune &&
-	    pcp->free_count < (batch << scale_max()))
-		pcp->free_count += 1 << order;
-
-	if (!pcp_policy.gen->high_from_zone) {
-		if (pcp->count < READ_ONCE(pcp->high))
-			return true;
-		free_pcppages_bulk(zone, batch, pcp, pindex);
-		return true;
-	}
-
-	high = nr_pcp_high(pcp, zone, batch, free_high);
-	if (pcp->count < high)
-		return true;
-	to_free = nr_pcp_free(pcp, batch, high, free_high);
+	int to_free = nr_pcp_free(pcp, batch, high, free_high);
 
 	if (pcp_policy.relinquish != RELINQUISH_BATCHED) {
 		free_pcppages_bulk(zone, to_free, pcp, pindex);
@@ -534,6 +519,46 @@ static bool free_frozen_page_commit(struct zone *zone,
 	}
 	clear_below_high(zone);
 	return true;
+}
+
+/*
+ * Put a page on this CPU's pageset and drain if count reached the
+ * threshold. Returns false if the drain dropped the pcp lock.
+ */
+static __always_inline bool
+free_frozen_page_commit(struct zone *zone, struct per_cpu_pages *pcp,
+			struct page *page, int migratetype, unsigned int order)
+{
+	int pindex = (int)order_to_pindex(migratetype, (int)order);
+	int batch = READ_ONCE(pcp->batch);
+	int high;
+	bool free_high;
+
+	cost(COST_PCP_FREE, 1);
+	count_event(PGFREE, 1UL << order);
+	pcp->alloc_factor >>= 1;
+	WRITE_ONCE(page->state, PAGE_PCP);
+	WRITE_ONCE(page->order, (u8)order);
+	list_add(&page->lru, &pcp->lists[pindex]);
+	pcp->count += 1 << order;
+
+	free_high = pcp_free_high(pcp, order, batch);
+	if (pcp_policy.gen.high_autotune &&
+	    pcp->free_count < (batch << scale_max()))
+		pcp->free_count += 1 << order;
+
+	if (!pcp_policy.gen.high_from_zone) {
+		if (pcp->count < READ_ONCE(pcp->high))
+			return true;
+		free_pcppages_bulk(zone, batch, pcp, pindex);
+		return true;
+	}
+
+	high = nr_pcp_high(pcp, zone, batch, free_high);
+	if (pcp->count < high)
+		return true;
+	return free_frozen_page_drain(zone, pcp, pindex, batch, high,
+				      free_high);
 }
 
 /* The pcp list type a page of pageblock type @mt is freed to, or -1. */
@@ -559,7 +584,7 @@ void free_frozen_pages(struct page *page, unsigned int order)
 		free_one_page(zone, page, page->pfn, order, FPI_NONE);
 		return;
 	}
-	mt = pcp_free_migratetype(get_pageblock_migratetype(page));
+	mt = pcp_free_migratetype(get_pfnblock_migratetype(zone, page));
 	pcp = pcp_spin_trylock_this(zone);
 	if (!pcp) {
 		count_event(PGFREE, 1UL << order);
@@ -583,7 +608,8 @@ void free_unref_folios(struct page **pages, unsigned int nr)
 	for (unsigned int i = 0; i < nr; i++) {
 		struct page *page = pages[i];
 		struct zone *zone = page_zone(page);
-		int mt = pcp_free_migratetype(get_pageblock_migratetype(page));
+		int mt = pcp_free_migratetype(
+			get_pfnblock_migratetype(zone, page));
 
 		if (zone != locked_zone && pcp) {
 			pcp_spin_unlock(&pcp->lock);
@@ -618,7 +644,7 @@ int decay_pcp_high(struct zone *zone, struct per_cpu_pages *pcp)
 {
 	int high_min, batch, to_drain, todo = 0;
 
-	if (!pcp_policy.gen->high_autotune)
+	if (!pcp_policy.gen.high_autotune)
 		return 0;
 	high_min = READ_ONCE(pcp->high_min);
 	batch = READ_ONCE(pcp->batch);
@@ -667,7 +693,7 @@ void drain_pages_zone(unsigned int cpu, struct zone *zone)
 		if (count) {
 			int to_drain = count;
 
-			if (pcp_policy.gen->drain_chunked)
+			if (pcp_policy.gen.drain_chunked)
 				to_drain = min(count, READ_ONCE(pcp->batch)
 							      << scale_max());
 			free_pcppages_bulk(zone, to_drain, pcp, 0);

@@ -41,7 +41,7 @@ static void folio_batch_move_lru(struct folio_batch *fbatch)
 void folio_add_lru(struct folio_batch *fbatch, struct page *page)
 {
 	fbatch->pages[fbatch->nr++] = page;
-	if (fbatch->nr >= (unsigned int)pcp_policy.gen->lru_batch)
+	if (fbatch->nr >= (unsigned int)pcp_policy.gen.lru_batch)
 		folio_batch_move_lru(fbatch);
 }
 
@@ -61,7 +61,7 @@ void lru_add_drain(struct folio_batch *fbatch)
  */
 void release_pages(struct page **pages, unsigned long nr)
 {
-	unsigned long chunk = (unsigned long)pcp_policy.gen->lru_batch;
+	unsigned long chunk = (unsigned long)pcp_policy.gen.lru_batch;
 
 	for (unsigned long i = 0; i < nr; i += chunk) {
 		unsigned long n = min(chunk, nr - i);

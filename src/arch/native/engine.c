@@ -144,8 +144,8 @@ static u64 total_ops(const struct native_run *run)
 
 static void sleep_ns(u64 ns)
 {
-	struct timespec ts = {(time_t)(ns / 1000000000ULL),
-			      (long)(ns % 1000000000ULL)};
+	struct timespec ts = { (time_t)(ns / 1000000000ULL),
+			       (long)(ns % 1000000000ULL) };
 
 	nanosleep(&ts, NULL);
 }
@@ -213,14 +213,13 @@ static int start_tasks(struct native_run *run, pthread_t *threads, char *err)
 /* Run @spec on real threads; fill @res. 0, or -1 with @err. */
 int engine_run(const struct spec *spec, struct run_result *res, char *err)
 {
-	struct zone_desc zd = {.node = 0,
-			       .type = ZONE_NORMAL,
-			       .managed_pages = spec->memory_mib << 8};
-	struct native_run run = {.spec = spec};
+	struct zone_desc zd = { .node = 0,
+				.type = ZONE_NORMAL,
+				.managed_pages = spec->memory_mib << 8 };
+	struct native_run run = { .spec = spec };
 	pthread_t *threads = calloc((size_t)spec->tasks, sizeof(*threads));
 	unsigned long held = 0;
 
-	native_platform_init();
 	run.wl = find_workload(spec->workload);
 	run.tasks = calloc((size_t)spec->tasks, sizeof(*run.tasks));
 	sched_getaffinity(0, sizeof(run.allowed), &run.allowed);

@@ -3,7 +3,6 @@
 #ifndef PCPLAB_NATIVE_H
 #define PCPLAB_NATIVE_H
 
-void native_platform_init(void);
 int native_frames_map(unsigned long nr_pfns);
 void native_frames_unmap(void);
 

@@ -13,15 +13,19 @@
 #include <pcplab/mm.h>
 #include "native.h"
 
-__thread int current_cpu;
-/* Threads that are no model CPU (the engine's main thread) count here. */
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* Threads that are no model CPU (the engine's main thread) are CPU -1. */
+__thread int current_cpu = -1;
+bool pcp_lock_asymmetric;
+/* ... and count their statistics here. */
 static struct cpu_stats housekeeping_stats;
 __thread struct cpu_stats *current_stats = &housekeeping_stats;
 u64 tsc_mult;
 bool tsc_usable;
 
-static __thread struct ck_spinlock_mcs mcs_nodes[MCS_NEST_MAX];
-static __thread int mcs_depth;
 static char *frames;
 static size_t frames_len;
 
@@ -61,15 +65,22 @@ static bool cpu_has_invariant_tsc(void)
 }
 
 /*
- * Use the TSC for now_ns() when it is invariant: a read costs a few
- * nanoseconds, against ~20 for clock_gettime, and the engine reads the
- * clock around every fault and lock hold. Calibrated over 20 ms.
+ * Set the platform up: the asymmetric pcp lock where membarrier() is
+ * there, and the TSC for now_ns() when it is invariant: clock_gettime()
+ * reads it too, then converts, and the engine reads the clock around every
+ * fault and lock hold. Calibrated against CLOCK_MONOTONIC over 20 ms.
  */
-void native_platform_init(void)
+void arch_init(void)
 {
-	struct timespec pause = {0, 20 * 1000 * 1000};
+	struct timespec pause = { 0, 20 * 1000 * 1000 };
 	u64 t0, t1, c0, c1;
 
+#ifndef __SANITIZE_THREAD__
+	if (!pcp_lock_asymmetric &&
+	    !syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
+		     0, 0))
+		pcp_lock_asymmetric = true;
+#endif
 	if (tsc_usable || !cpu_has_invariant_tsc())
 		return;
 	t0 = now_ns_slow();
@@ -83,11 +94,132 @@ void native_platform_init(void)
 	tsc_usable = true;
 }
 
-/* An unlocked queued spinlock of class @cls. */
-void spin_lock_init(spinlock_t *lock, enum lock_class cls)
+static bool xchg_trylock(int *word)
+{
+	return !__atomic_load_n(word, __ATOMIC_RELAXED) &&
+	       !__atomic_exchange_n(word, 1, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * A pageset locked from elsewhere than its owner CPU, or any pageset where
+ * the lock is symmetric. Asymmetric: announce the remote locker, make
+ * every thread execute a full barrier (so the owner either sees the
+ * announcement or has made its own store visible), then check the owner.
+ */
+bool pcp_spin_trylock_slow(pcp_lock_t *lock)
+{
+	if (!xchg_trylock(&lock->remote_lock))
+		return false;
+	if (lock->fast_cpu == -2)
+		return true;
+	__atomic_store_n(&lock->remote, 1, __ATOMIC_RELAXED);
+	syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+	if (!__atomic_load_n(&lock->local, __ATOMIC_ACQUIRE))
+		return true;
+	pcp_spin_unlock_slow(lock);
+	return false;
+}
+
+/* Wait for a pageset from elsewhere than its owner CPU. */
+void pcp_spin_lock_slow(pcp_lock_t *lock)
+{
+	while (!xchg_trylock(&lock->remote_lock))
+		__builtin_ia32_pause();
+	if (lock->fast_cpu == -2)
+		return;
+	__atomic_store_n(&lock->remote, 1, __ATOMIC_RELAXED);
+	syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+	while (__atomic_load_n(&lock->local, __ATOMIC_ACQUIRE))
+		__builtin_ia32_pause();
+}
+
+/* Unlock a pageset locked by pcp_spin_(try)lock_slow(). */
+void pcp_spin_unlock_slow(pcp_lock_t *lock)
+{
+	if (lock->fast_cpu != -2)
+		__atomic_store_n(&lock->remote, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&lock->remote_lock, 0, __ATOMIC_RELEASE);
+}
+
+#ifndef __SANITIZE_THREAD__
+static __thread struct ck_spinlock_mcs mcs_nodes[MCS_NEST_MAX];
+static __thread int mcs_depth;
+
+static void qlock_init(spinlock_t *lock)
 {
 	ck_spinlock_mcs_init(&lock->tail);
 	lock->owner = NULL;
+}
+
+/* Take the lock; false if it had to wait in the queue. */
+static bool qlock_lock(spinlock_t *lock, u64 *waited)
+{
+	struct ck_spinlock_mcs *node;
+	u64 start;
+
+	BUG_ON(mcs_depth >= MCS_NEST_MAX);
+	node = &mcs_nodes[mcs_depth++];
+	if (ck_spinlock_mcs_trylock(&lock->tail, node)) {
+		lock->owner = node;
+		return true;
+	}
+	start = now_ns();
+	ck_spinlock_mcs_lock(&lock->tail, node);
+	*waited = now_ns() - start;
+	lock->owner = node;
+	return false;
+}
+
+static void qlock_unlock(spinlock_t *lock)
+{
+	struct ck_spinlock_mcs *node = lock->owner;
+
+	lock->owner = NULL;
+	mcs_depth--;
+	ck_spinlock_mcs_unlock(&lock->tail, node);
+}
+
+/* Whether another CPU is queued behind the holder of @lock. */
+bool spin_is_contended(spinlock_t *lock)
+{
+	return ck_pr_load_ptr(&lock->tail) != lock->owner;
+}
+#else
+static void qlock_init(spinlock_t *lock)
+{
+	pthread_spin_init(&lock->plain, PTHREAD_PROCESS_PRIVATE);
+	lock->waiters = 0;
+}
+
+static bool qlock_lock(spinlock_t *lock, u64 *waited)
+{
+	u64 start;
+
+	if (!pthread_spin_trylock(&lock->plain))
+		return true;
+	start = now_ns();
+	__atomic_fetch_add(&lock->waiters, 1, __ATOMIC_RELAXED);
+	pthread_spin_lock(&lock->plain);
+	__atomic_fetch_sub(&lock->waiters, 1, __ATOMIC_RELAXED);
+	*waited = now_ns() - start;
+	return false;
+}
+
+static void qlock_unlock(spinlock_t *lock)
+{
+	pthread_spin_unlock(&lock->plain);
+}
+
+bool spin_is_contended(spinlock_t *lock)
+{
+	return __atomic_load_n(&lock->waiters, __ATOMIC_RELAXED) > 0;
+}
+#endif
+
+/* An unlocked queued spinlock of class @cls. */
+void spin_lock_init(spinlock_t *lock, enum lock_class cls)
+{
+	qlock_init(lock);
 	lock->acquired_ns = 0;
 	lock->cls = cls;
 }
@@ -99,18 +231,12 @@ void spin_lock_init(spinlock_t *lock, enum lock_class cls)
 void spin_lock(spinlock_t *lock)
 {
 	struct lock_stat *st = &this_cpu_stats()->lock[lock->cls];
-	struct ck_spinlock_mcs *node;
+	u64 waited = 0;
 
-	BUG_ON(mcs_depth >= MCS_NEST_MAX);
-	node = &mcs_nodes[mcs_depth++];
-	if (!ck_spinlock_mcs_trylock(&lock->tail, node)) {
-		u64 start = now_ns();
-
-		ck_spinlock_mcs_lock(&lock->tail, node);
-		st->wait_ns += now_ns() - start;
+	if (!qlock_lock(lock, &waited)) {
+		st->wait_ns += waited;
 		st->contended++;
 	}
-	lock->owner = node;
 	lock->acquired_ns = now_ns();
 	st->acquisitions++;
 }
@@ -118,13 +244,9 @@ void spin_lock(spinlock_t *lock)
 /* Release @lock, recording how long it was held. */
 void spin_unlock(spinlock_t *lock)
 {
-	struct ck_spinlock_mcs *node = lock->owner;
-
 	hist_record(&this_cpu_stats()->lock[lock->cls].hold_ns,
 		    now_ns() - lock->acquired_ns);
-	lock->owner = NULL;
-	mcs_depth--;
-	ck_spinlock_mcs_unlock(&lock->tail, node);
+	qlock_unlock(lock);
 }
 
 /*

@@ -122,18 +122,35 @@ struct invariant_report {
 };
 void check_invariants(struct invariant_report *r, unsigned long held_expected);
 
-/* The page's pageblock migratetype (include/linux/pageblock-flags.h). */
-static inline unsigned int get_pageblock_migratetype(const struct page *page)
+static inline unsigned long zone_end_pfn(const struct zone *zone)
 {
-	const struct zone *zone = page_zone(page);
+	return zone->zone_start_pfn + zone->spanned_pages;
+}
 
+/* The migratetype of the pageblock holding @page, in @zone. */
+static inline unsigned int get_pfnblock_migratetype(const struct zone *zone,
+						    const struct page *page)
+{
 	return zone->pageblock_flags[(page->pfn - zone->zone_start_pfn) >>
 				     pageblock_order];
 }
 
-static inline unsigned long zone_end_pfn(const struct zone *zone)
+/* The page's pageblock migratetype (include/linux/pageblock-flags.h). */
+static inline unsigned int get_pageblock_migratetype(const struct page *page)
 {
-	return zone->zone_start_pfn + zone->spanned_pages;
+	return get_pfnblock_migratetype(page_zone(page), page);
+}
+
+/*
+ * zone_watermark_ok() with the order-0 case inline, as the kernel's
+ * zone_watermark_fast(): the allocation fast path checks it every time.
+ */
+static inline bool zone_watermark_fast(struct zone *zone, unsigned int order,
+				       unsigned long mark)
+{
+	if (!order)
+		return READ_ONCE(zone->nr_free_pages) > (long)mark;
+	return zone_watermark_ok(zone, order, mark);
 }
 
 #endif

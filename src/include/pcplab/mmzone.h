@@ -60,7 +60,6 @@ struct page {
 	u8 order; /* buddy order (PAGE_BUDDY) or block order */
 	u8 alloc_mt; /* migratetype it was allocated as */
 	u8 on_lru; /* PG_lru */
-	u32 owner; /* the task (CPU) holding it, for the checker */
 };
 
 struct free_area {
@@ -114,7 +113,7 @@ struct zone {
 	unsigned long zone_start_pfn;
 	unsigned long spanned_pages;
 	unsigned long managed_pages;
-	long nr_free_pages; /* NR_FREE_PAGES: buddy pages only */
+	long nr_free_pages; /* NR_FREE_PAGES: buddy + deferred pages */
 	/*
 	 * Deferred struct page init (DEFERRED_STRUCT_PAGE_INIT, and
 	 * deferred_grow_zone()): pfns from deferred_pfn to the zone end are
@@ -148,6 +147,8 @@ struct pglist_data {
 	int node_id;
 	int nr_cpus; /* CPUs of this node */
 	struct lruvec lruvec;
+	/* node_zonelists[ZONELIST_FALLBACK]: NULL-terminated */
+	struct zone *zonelist[MAX_NUMNODES * MAX_NR_ZONES + 1];
 };
 
 /*
@@ -188,7 +189,7 @@ struct cpu_stats {
 	struct hist latency[NR_LATENCY_ITEMS];
 	u64 ops; /* workload operations */
 	u64 busy_ns; /* time this CPU ran the workload */
-};
+} ____cacheline_aligned;
 
 /* The zone-lock relinquish policy while freeing (design.md, spec §4). */
 enum relinquish {
@@ -221,7 +222,7 @@ struct kernel_gen {
  * every use site reads it, so it can change while a run is going.
  */
 struct pcp_policy {
-	const struct kernel_gen *gen;
+	struct kernel_gen gen; /* a copy: one load less on fast paths */
 	int batch; /* override, 0 = zone_batchsize() */
 	int high; /* override, -1 = computed */
 	int high_fraction; /* vm.percpu_pagelist_high_fraction */

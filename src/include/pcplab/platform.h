@@ -17,6 +17,7 @@
  *                           the work itself takes real time
  *   clear_page(page)        zero a frame (native: the real 4 KiB frame)
  *   this_cpu_stats()        the current CPU's counters and histograms
+ *   arch_init()             set the platform up, once, before anything else
  *   arch_set_cpu(cpu)       make the calling thread model CPU @cpu (for
  *                           single-threaded drivers: the property tests)
  */

@@ -19,6 +19,9 @@ typedef int64_t s64;
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 #define __maybe_unused __attribute__((unused))
+#ifndef __always_inline /* glibc's sys/cdefs.h has the same */
+#define __always_inline inline __attribute__((always_inline))
+#endif
 #define ____cacheline_aligned __attribute__((aligned(64)))
 
 #define min(a, b)                       \

@@ -1,0 +1,139 @@
+"""The allocator model: property tests and each generation's PCP behaviour.
+
+Property tests run random operation sequences under the invariant checker;
+short native runs show the refill and drain sizes each kernel generation uses.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from pcplab import engine
+
+KERNELS = ("4.18", "6.6", "6.18", "6.19")
+
+
+def proptest(*args: object) -> subprocess.CompletedProcess:
+    """Run the engine's property test with ARGS; return the finished process."""
+    return subprocess.run(
+        [str(engine.engine_binary("native")), "proptest", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_random_operations_conserve_every_page(kernel):
+    """Random operations on a zone that runs dry conserve every page.
+
+    Two million allocs, frees, drains, decays and knob changes; the checker
+    finds every page in exactly one place.
+    """
+    for seed in (1, 2):
+        proc = proptest(
+            "--kernel", kernel, "--seed", seed, "--ops", 1_000_000, "--cpus", 6
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        summary = json.loads(proc.stdout)
+        assert summary["violations"] == 0
+        assert summary["checks"] >= 50
+        # the zone really ran dry and allocations really happened
+        assert summary["alloc_failures"] > 0
+        assert summary["allocs"] > 400_000
+
+
+@pytest.mark.parametrize("fault", ["leak", "count"])
+def test_checker_catches_a_broken_model(fault):
+    """A forgotten block or an off-by-one pcp->count fails the run loudly."""
+    proc = proptest("--seed", 3, "--ops", 200_000, "--inject", fault)
+    assert proc.returncode != 0
+    if proc.returncode == 3:
+        assert json.loads(proc.stdout)["violations"] > 0
+    else:
+        assert "model bug" in proc.stderr
+
+
+def native(**spec: object) -> dict:
+    """Run a short native page_fault1 run with SPEC overrides; return the result."""
+    request = {
+        "workload": "page_fault1",
+        "tasks": 2,
+        "duration_s": 1,
+        "warmup_s": 0,
+        "memory_mib": 1024,
+    }
+    request.update(spec)
+    result = engine.run(request)
+    assert result["invariants"]["pages_conserved"], result["invariants"]
+    return result
+
+
+def per_call(result: dict, pages: str, calls: str) -> float:
+    """Return the average number of pages per pcp refill or drain."""
+    pcp = result["pcp"]
+    assert pcp[calls] > 0
+    return pcp[pages] / pcp[calls]
+
+
+def test_v418_refills_and_drains_exactly_batch():
+    """4.18: rmqueue_bulk takes batch pages, free_pcppages_bulk frees batch."""
+    result = native(kernel="4.18", batch=31)
+    assert result["pagesets"][0]["high"] == 6 * 31
+    assert result["pcp"]["pages_refilled"] == 31 * result["pcp"]["refills"]
+    assert result["pcp"]["pages_drained"] == 31 * result["pcp"]["drains"]
+
+
+def test_scale_max_bounds_refill_size():
+    """pcp_batch_scale_max 0 keeps every refill within batch; 5 lets it grow."""
+    small = native(scale_max=0)
+    large = native(scale_max=5)
+    assert per_call(small, "pages_refilled", "refills") <= 63
+    assert per_call(large, "pages_refilled", "refills") > 63
+
+
+def test_scale_max_changes_while_running():
+    """A scale-max schedule is applied mid-run and the run stays consistent."""
+    result = native(scale_max=5, scale_max_schedule=[[0.2, 0], [0.6, 6]])
+    assert result["spec"]["scale_max_schedule"] == [[0.2, 0], [0.6, 6]]
+    assert result["throughput"]["ops_per_s"] > 0
+
+
+def test_v619_frees_in_batch_chunks():
+    """6.19 (batched relinquish): no free_pcppages_bulk call exceeds batch."""
+    result = native(kernel="6.19", batch=15)
+    assert result["spec"]["relinquish"] == "batched"
+    # every call frees at most batch pages, so the average can't exceed it
+    assert per_call(result, "pages_drained", "drains") <= 15
+    unbatched = native(kernel="6.18", batch=15)
+    assert per_call(unbatched, "pages_drained", "drains") > 15
+
+
+def test_contended_relinquish_drops_the_zone_lock():
+    """relinquish=contended drops zone->lock inside big drains when others wait."""
+    result = native(relinquish="contended", batch=7, tasks=4)
+    assert result["pcp"]["zone_lock_relinquished"] > 0
+    off = native(relinquish="off", batch=7, tasks=4)
+    assert off["pcp"]["zone_lock_relinquished"] == 0
+
+
+def test_no_free_scaling_drains_exactly_batch():
+    """The 2023 debug kernel (high = 2 x batch, no free scaling) drains batch."""
+    result = native(high=126, batch=63, no_free_scaling=True)
+    assert result["pagesets"][0]["high_min"] == 126
+    assert per_call(result, "pages_drained", "drains") == 63
+
+
+def test_histograms_account_for_every_call():
+    """Each latency's log2 histogram holds exactly its count of samples."""
+    result = native()
+    for section in ("latency_ns", "lock_hold_ns"):
+        for name, stats in result[section].items():
+            assert sum(row[2] for row in stats["log2_hist"]) == stats["count"], name
+            if stats["count"]:
+                assert stats["p50"] <= stats["p99"] <= stats["max"], name
+    assert result["latency_ns"]["fault"]["count"] == result["vmstat"]["pgalloc"]
