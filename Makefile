@@ -4,7 +4,10 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 
 PYTHON ?= python3
-APT_PACKAGES := build-essential cmake ninja-build libck-dev libcjson-dev clang-format
+APT_PACKAGES := build-essential cmake ninja-build libck-dev libcjson-dev clang-format \
+	libboost-context-dev
+# The host engine's kernel tracing (docs/host-engine.md).
+APT_PACKAGES += bpftrace
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 # The console script of the Python that `make setup` installs into; found by
 # path so that a version manager's shims need no rehash.

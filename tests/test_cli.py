@@ -8,7 +8,6 @@ import time
 
 import pytest
 
-from pcplab import engine
 from pcplab.summary import format_summary
 
 RUN = ("run", "--workload", "page_fault1", "--tasks", "2")
@@ -85,16 +84,6 @@ def test_front_end_bad_input_is_one_line(bad_input, args, names):
     line = bad_input(*args)
     assert line.startswith("pcplab: error: ")
     assert names in line
-
-
-def test_engine_that_is_not_built(bad_input):
-    """A known engine without a binary in _bin is refused as not built yet."""
-    missing = [e for e in engine.KNOWN_ENGINES if e not in engine.built_engines()]
-    if not missing:
-        pytest.skip("every known engine is built")
-    line = bad_input(*RUN, "--engine", missing[0])
-    assert f"engine '{missing[0]}' is not built yet" in line
-    assert "native" in line  # names what is allowed
 
 
 def test_unknown_engine(bad_input):

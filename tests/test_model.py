@@ -113,14 +113,6 @@ def test_v619_frees_in_batch_chunks():
     assert per_call(unbatched, "pages_drained", "drains") > 15
 
 
-def test_contended_relinquish_drops_the_zone_lock():
-    """relinquish=contended drops zone->lock inside big drains when others wait."""
-    result = native(relinquish="contended", batch=7, tasks=4)
-    assert result["pcp"]["zone_lock_relinquished"] > 0
-    off = native(relinquish="off", batch=7, tasks=4)
-    assert off["pcp"]["zone_lock_relinquished"] == 0
-
-
 def test_no_free_scaling_drains_exactly_batch():
     """The 2023 debug kernel (high = 2 x batch, no free scaling) drains batch."""
     result = native(high=126, batch=63, no_free_scaling=True)

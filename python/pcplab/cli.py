@@ -10,8 +10,9 @@ from typing import Any
 
 import click
 
-from pcplab import engine
+from pcplab import engine, machines
 from pcplab.errors import BadInput, EngineError, InvariantViolation, PcplabError
+from pcplab.host.cli import compare, host, run_on_host
 from pcplab.summary import format_summary, format_table
 
 MIB = 1 << 20
@@ -281,9 +282,13 @@ def pagesets(
 @click.option(
     "--tasks",
     type=int,
-    required=True,
     metavar="N",
-    help="Tasks; each is one model CPU.",
+    help="Tasks; each is one model CPU (sim: one per CPU of the machine).",
+)
+@click.option(
+    "--machine",
+    metavar="NAME",
+    help="Machine profile for --engine sim (see 'pcplab machines').",
 )
 @click.option("--duration", type=float, metavar="S", help="Measured seconds.")
 @click.option("--warmup", type=float, metavar="S", help="Seconds run before measuring.")
@@ -322,12 +327,23 @@ def pagesets(
 )
 @click.option("--size-mib", type=int, metavar="M", help="Per-task mapping size.")
 @click.option("--seed", type=int, metavar="N", help="Random seed.")
+@click.option(
+    "--mode",
+    metavar="process|thread",
+    help="Tasks as processes (default) or threads of one process.",
+)
+@click.option(
+    "--cross-free",
+    is_flag=True,
+    help="Task 2k allocates, task 2k+1 frees its pages (purge threads).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result JSON.")
 @click.option("--output", metavar="FILE", help="Also write the result JSON to FILE.")
 def run(
     engine_name: str,
     workload: str,
-    tasks: int,
+    tasks: int | None,
+    machine: str | None,
     duration: float | None,
     warmup: float | None,
     kernel: str | None,
@@ -340,6 +356,8 @@ def run(
     memory_mib: int | None,
     size_mib: int | None,
     seed: int | None,
+    mode: str | None,
+    cross_free: bool,
     as_json: bool,
     output: str | None,
 ) -> None:
@@ -350,8 +368,16 @@ def run(
         )
     engine.engine_binary(engine_name)  # refuse an engine that is not built
     _check_output_path(output)
-    spec: dict[str, Any] = {"engine": engine_name, "workload": workload, "tasks": tasks}
+    spec: dict[str, Any] = {"engine": engine_name, "workload": workload}
+    if (engine_name == "sim") != (machine is not None):
+        raise BadInput(
+            "--machine goes with --engine sim (and sim needs it); "
+            "see 'pcplab machines' for the profiles"
+        )
+    if machine is not None:
+        spec["machine"] = machines.load_profile(machine)
     optional = {
+        "tasks": tasks,
         "duration_s": duration,
         "warmup_s": warmup,
         "kernel": kernel,
@@ -363,10 +389,16 @@ def run(
         "memory_mib": memory_mib,
         "size_mib": size_mib,
         "seed": seed,
+        "mode": mode,
     }
     spec.update({key: value for key, value in optional.items() if value is not None})
     if no_free_scaling:
         spec["no_free_scaling"] = True
+    if cross_free:
+        spec["cross_free"] = True
+    if engine_name == "host":  # the running kernel: python/pcplab/host
+        run_on_host(spec, as_json=as_json, output=output)
+        return
     resolved = engine.resolve(spec)
     needed = resolved.get("memory_bytes")
     if isinstance(needed, bool) or not isinstance(needed, (int, float)):
@@ -385,6 +417,56 @@ def run(
         click.echo(format_summary(result))
     if violation is not None:
         raise violation
+
+
+@cli.command("machines", short_help="List the machine profiles of the sim engine.")
+@click.argument("name", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def machines_command(name: str | None, as_json: bool) -> None:
+    """List the machine profiles, or show NAME with the costs derived for it."""
+    if name is None:
+        rows = machines.describe()
+        if as_json:
+            _emit_json(rows)
+            return
+        headers = ["name", "cpus", "sockets", "nodes", "GHz", "memory", "description"]
+        table = [
+            [
+                r["name"],
+                r["cpus"],
+                r["sockets"],
+                r["numa_nodes"],
+                r["ghz"],
+                f"{r['memory_gb']} GB",
+                r["description"],
+            ]
+            for r in rows
+        ]
+        for line in format_table(headers, table, left=0):
+            click.echo(line)
+        return
+    profile = machines.load_profile(name)
+    reply = engine.resolve(
+        {"engine": "sim", "workload": "page_fault1", "machine": profile}
+    )
+    detail = reply.get("machine_detail", {})
+    if as_json:
+        _emit_json(detail)
+        return
+    topo = detail.get("topology", {})
+    click.echo(
+        f"{detail.get('name')}: " + ", ".join(f"{k} {v}" for k, v in topo.items())
+    )
+    for line in format_table(
+        ["cost", "value"],
+        [[k, v] for k, v in detail.get("costs", {}).items()],
+        left=2,
+    ):
+        click.echo(line)
+
+
+cli.add_command(host)  # pcplab host info|run|sweep|restore|overhead
+cli.add_command(compare)
 
 
 def _usage_line(exc: click.UsageError) -> str:

@@ -66,6 +66,7 @@ def call(engine: str, command: str, request: dict[str, Any]) -> dict[str, Any]:
             input=json.dumps(request),
             capture_output=True,
             text=True,
+            errors="replace",
             check=False,
         )
     except OSError as exc:

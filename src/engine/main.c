@@ -56,6 +56,7 @@ static int resolve_main(const char *text)
 	o = spec_to_json(&spec);
 	cJSON_AddNumberToObject(o, "memory_bytes",
 				(double)engine_memory_bytes(&spec));
+	cJSON_AddItemToObject(o, "machine_detail", engine_machine_json(&spec));
 	return print_json(o);
 }
 

@@ -102,8 +102,7 @@ int pagesets_main(const char *text, char *err)
 	}
 	reply = cJSON_CreateObject();
 	out = cJSON_AddArrayToObject(reply, "zones");
-	cJSON_ArrayForEach(zin, zones)
-	{
+	cJSON_ArrayForEach (zin, zones) {
 		if (zone_reply(zin, out, err)) {
 			cJSON_Delete(reply);
 			goto out;

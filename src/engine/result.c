@@ -7,6 +7,13 @@
 #include <string.h>
 
 #include <pcplab/engine.h>
+#include <pcplab/workload.h>
+
+/* The result's name of each lock class. */
+static const char *const lock_names[NR_LOCK_CLASSES] = {
+	"zone_lock", "lru_lock",   "pcp_lock",
+	"mmap_lock", "xfree_lock", "test_lock",
+};
 
 /* Sum every CPU's statistics into @total. */
 void merge_cpu_stats(struct cpu_stats *total)
@@ -75,8 +82,7 @@ cJSON *pagesets_to_json(void)
 	for (int nid = 0; nid < nr_node_ids; nid++) {
 		struct zone *zone;
 
-		for_each_populated_zone_of(NODE_DATA(nid), zone)
-		{
+		for_each_populated_zone_of (NODE_DATA(nid), zone) {
 			cJSON *z = cJSON_CreateObject();
 
 			cJSON_AddNumberToObject(z, "node", nid);
@@ -133,20 +139,21 @@ static void add_contention(cJSON *root, const struct spec *s,
 	double cpu_ns = r->duration_s * 1e9 * s->tasks;
 	cJSON *c = cJSON_AddObjectToObject(root, "contention");
 	cJSON *locks = cJSON_AddObjectToObject(root, "locks");
-	static const char *const names[] = { "zone_lock", "lru_lock",
-					     "pcp_lock" };
 
 	cJSON_AddNumberToObject(c, "zone_lock_pct",
 				pct(t->lock[LOCK_ZONE].wait_ns, cpu_ns));
 	cJSON_AddNumberToObject(c, "lru_lock_pct",
 				pct(t->lock[LOCK_LRU].wait_ns, cpu_ns));
+	cJSON_AddNumberToObject(c, "mmap_lock_pct",
+				pct(t->lock[LOCK_MMAP].wait_ns, cpu_ns));
 	cJSON_AddNumberToObject(c, "total_pct",
 				pct(t->lock[LOCK_ZONE].wait_ns +
 					    t->lock[LOCK_LRU].wait_ns +
-					    t->lock[LOCK_PCP].wait_ns,
+					    t->lock[LOCK_PCP].wait_ns +
+					    t->lock[LOCK_MMAP].wait_ns,
 				    cpu_ns));
 	for (int i = 0; i < NR_LOCK_CLASSES; i++) {
-		cJSON *l = cJSON_AddObjectToObject(locks, names[i]);
+		cJSON *l = cJSON_AddObjectToObject(locks, lock_names[i]);
 
 		cJSON_AddNumberToObject(l, "acquisitions",
 					(double)t->lock[i].acquisitions);
@@ -186,6 +193,8 @@ cJSON *result_to_json(const struct spec *s, const struct run_result *r)
 	cJSON *root = cJSON_CreateObject();
 	cJSON *tp, *lat, *hold, *samples;
 	double secs = r->duration_s > 0 ? r->duration_s : 1;
+	const struct workload *wl = find_workload(s->workload);
+	double per_op = wl->pages_per_op ? wl->pages_per_op : 1;
 
 	cJSON_AddStringToObject(root, "engine", s->engine);
 	cJSON_AddItemToObject(root, "spec", spec_to_json(s));
@@ -195,10 +204,11 @@ cJSON *result_to_json(const struct spec *s, const struct run_result *r)
 	cJSON_AddNumberToObject(root, "tasks", s->tasks);
 
 	tp = cJSON_AddObjectToObject(root, "throughput");
-	cJSON_AddNumberToObject(tp, "ops_per_s", (double)r->ops / secs);
+	cJSON_AddNumberToObject(tp, "ops_per_s",
+				(double)r->ops / per_op / secs);
 	cJSON_AddNumberToObject(tp, "pages_per_s", (double)r->ops / secs);
 	cJSON_AddNumberToObject(tp, "ops_per_task_per_s",
-				(double)r->ops / secs / s->tasks);
+				(double)r->ops / per_op / secs / s->tasks);
 	add_contention(root, s, r);
 
 	lat = cJSON_AddObjectToObject(root, "latency_ns");
@@ -211,10 +221,22 @@ cJSON *result_to_json(const struct spec *s, const struct run_result *r)
 	cJSON_AddItemToObject(lat, "fault",
 			      latency_json(&r->total.latency[LAT_FAULT]));
 	hold = cJSON_AddObjectToObject(root, "lock_hold_ns");
-	cJSON_AddItemToObject(hold, "zone_lock",
-			      latency_json(&r->total.lock[LOCK_ZONE].hold_ns));
-	cJSON_AddItemToObject(hold, "lru_lock",
-			      latency_json(&r->total.lock[LOCK_LRU].hold_ns));
+	/* the zone->lock holds of each side, as function_graph on the code
+	 * Huang Ying moved under the lock into functions of its own */
+	cJSON_AddItemToObject(
+		hold, "rmqueue_bulk",
+		latency_json(&r->total.latency[LAT_RMQUEUE_BULK_HOLD]));
+	cJSON_AddItemToObject(
+		hold, "free_pcppages_bulk",
+		latency_json(&r->total.latency[LAT_FREE_PCPPAGES_BULK_HOLD]));
+	for (int i = 0; i < NR_LOCK_CLASSES; i++) {
+		const struct hist *h = &r->total.lock[i].hold_ns;
+
+		/* zone and LRU always; the others where they were taken */
+		if (i == LOCK_ZONE || i == LOCK_LRU || h->count)
+			cJSON_AddItemToObject(hold, lock_names[i],
+					      latency_json(h));
+	}
 
 	add_pcp(root, &r->total);
 	samples = cJSON_AddArrayToObject(root, "samples");

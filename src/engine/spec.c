@@ -14,8 +14,6 @@
 #include <pcplab/engine.h>
 #include <pcplab/workload.h>
 
-#define MAX_TASKS 1024
-
 static int fail(char *err, const char *fmt, ...)
 {
 	va_list ap;
@@ -97,14 +95,17 @@ static const char *const spec_keys[] = {
 	"size_mib",
 	"min_free_kbytes",
 	"seed",
+	"machine",
+	"args",
+	"mode",
+	"cross_free",
 };
 
 static int check_keys(const cJSON *o, char *err)
 {
 	const cJSON *item;
 
-	cJSON_ArrayForEach(item, o)
-	{
+	cJSON_ArrayForEach (item, o) {
 		bool known = false;
 
 		for (size_t i = 0; i < ARRAY_SIZE(spec_keys); i++)
@@ -131,8 +132,7 @@ static int parse_schedule(const cJSON *o, struct spec *s, char *err)
 			err,
 			"scale_max_schedule must be a list of at most %d [seconds, value] pairs",
 			MAX_SCHEDULE);
-	cJSON_ArrayForEach(e, list)
-	{
+	cJSON_ArrayForEach (e, list) {
 		const cJSON *t = cJSON_GetArrayItem(e, 0);
 		const cJSON *v = cJSON_GetArrayItem(e, 1);
 
@@ -265,12 +265,13 @@ static int parse_sizes(const cJSON *o, struct spec *s, char *err)
 
 	if (get_int(o, "tasks", INT_MIN, INT_MAX, &v, &has, err))
 		return -1;
-	if (!has)
-		return fail(err, "tasks is required; allowed 1..%d", MAX_TASKS);
-	if (v < 1 || v > MAX_TASKS)
+	if (!has && !engine_default_tasks())
+		return fail(err, "tasks is required; allowed 1..%d",
+			    engine_max_tasks());
+	if (has && (v < 1 || v > engine_max_tasks()))
 		return fail(err, "tasks %lld is out of range; allowed 1..%d", v,
-			    MAX_TASKS);
-	s->tasks = (int)v;
+			    engine_max_tasks());
+	s->tasks = has ? (int)v : engine_default_tasks();
 
 	if (get_num(o, "duration_s", 0, 86400, true, &d, &has, err))
 		return -1;
@@ -295,6 +296,58 @@ static int parse_sizes(const cJSON *o, struct spec *s, char *err)
 	return 0;
 }
 
+/* Process or thread mode, and cross-CPU free. */
+static int parse_mode(const cJSON *o, struct spec *s, char *err)
+{
+	const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, "cross_free");
+	const struct workload *wl = find_workload(s->workload);
+	const char *mode;
+	int bad;
+
+	mode = get_str(o, "mode", err, &bad);
+	if (bad)
+		return -1;
+	if (mode && strcmp(mode, "process") && strcmp(mode, "thread"))
+		return fail(err, "unknown mode '%s'; known: process, thread",
+			    mode);
+	s->threads = mode && !strcmp(mode, "thread");
+	if (x && !cJSON_IsNull(x) && !cJSON_IsBool(x))
+		return fail(err, "cross_free must be true or false");
+	s->cross_free = x && cJSON_IsTrue(x);
+	if (!s->cross_free)
+		return 0;
+	if (wl->no_xfree || wl->configure)
+		return fail(
+			err,
+			"cross_free needs a workload that frees what it maps, not %s",
+			wl->name);
+	if (s->tasks < 2 || s->tasks % 2)
+		return fail(
+			err,
+			"cross_free pairs tasks (one allocates, one frees); give an even number of tasks, not %d",
+			s->tasks);
+	return 0;
+}
+
+/* The workload's own arguments ("args"), checked by the workload. */
+static int parse_args(const cJSON *o, struct spec *s, char *err)
+{
+	const cJSON *args = cJSON_GetObjectItemCaseSensitive(o, "args");
+	const struct workload *wl = find_workload(s->workload);
+	char *text;
+
+	if (!args || cJSON_IsNull(args))
+		return wl->configure ? wl->configure(NULL, err) : 0;
+	if (!cJSON_IsObject(args))
+		return fail(err, "args must be an object");
+	if (!wl->configure)
+		return fail(err, "workload %s takes no args", wl->name);
+	text = cJSON_PrintUnformatted(args);
+	snprintf(s->args_json, sizeof(s->args_json), "%s", text);
+	cJSON_free(text);
+	return wl->configure(args, err);
+}
+
 /* Parse and validate @text into @spec. Returns 0, or -1 with @err set. */
 int spec_parse(const char *text, struct spec *spec, char *err)
 {
@@ -308,7 +361,10 @@ int spec_parse(const char *text, struct spec *spec, char *err)
 	}
 	if (check_keys(o, err) || parse_enums(o, spec, err) ||
 	    parse_schedule(o, spec, err) || parse_knobs(o, spec, err) ||
-	    parse_sizes(o, spec, err))
+	    engine_parse_machine(cJSON_GetObjectItemCaseSensitive(o, "machine"),
+				 spec, err) ||
+	    parse_sizes(o, spec, err) || parse_args(o, spec, err) ||
+	    parse_mode(o, spec, err))
 		goto out;
 	ret = 0;
 out:
@@ -328,6 +384,7 @@ void spec_apply_policy(const struct spec *s)
 	pcp_policy.pcp_batch_scale_max = s->scale_max;
 	pcp_policy.stat_interval_ms = 1000;
 	pcp_policy.min_free_kbytes = s->min_free_kbytes;
+	mm_shared_by_threads = s->threads;
 }
 
 /* The spec with every default filled in. */
@@ -372,5 +429,11 @@ cJSON *spec_to_json(const struct spec *s)
 	else
 		cJSON_AddNullToObject(o, "min_free_kbytes");
 	cJSON_AddNumberToObject(o, "seed", (double)s->seed);
+	if (s->machine_name[0])
+		cJSON_AddStringToObject(o, "machine", s->machine_name);
+	if (s->args_json[0])
+		cJSON_AddItemToObject(o, "args", cJSON_Parse(s->args_json));
+	cJSON_AddStringToObject(o, "mode", s->threads ? "thread" : "process");
+	cJSON_AddBoolToObject(o, "cross_free", s->cross_free);
 	return o;
 }

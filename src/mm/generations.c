@@ -17,11 +17,13 @@ static const struct kernel_gen kernel_gens[] = {
 		 * batch cap from 512 KiB to 1 MiB in v4.19, so 4.18 computes
 		 * 31). Order-0 pages only on the pcp lists, high = 6 * batch,
 		 * refill and drain exactly batch, IRQs off instead of a pcp
-		 * lock, pagevecs of 15.
+		 * lock, pagevecs of 15, release_pages relocking lru_lock
+		 * every SWAP_CLUSTER_MAX (32) pages.
 		 */
 		.name = "4.18",
 		.batch_cap_bytes = 512 * 1024,
 		.lru_batch = 15,
+		.lru_release_batch = 32,
 		.relinquish = RELINQUISH_OFF,
 	},
 	{
@@ -37,6 +39,7 @@ static const struct kernel_gen kernel_gens[] = {
 		.pcp_trylock = true,
 		.batch_cap_bytes = 1024 * 1024,
 		.lru_batch = 15,
+		.lru_release_batch = 32,
 		.relinquish = RELINQUISH_OFF,
 	},
 	{
@@ -55,6 +58,7 @@ static const struct kernel_gen kernel_gens[] = {
 		.pcp_trylock = true,
 		.batch_cap_bytes = 1024 * 1024,
 		.lru_batch = 31,
+		.lru_release_batch = 31,
 		.relinquish = RELINQUISH_OFF,
 	},
 	{
@@ -72,6 +76,7 @@ static const struct kernel_gen kernel_gens[] = {
 		.pcp_trylock = true,
 		.batch_cap_bytes = 1024 * 1024,
 		.lru_batch = 31,
+		.lru_release_batch = 31,
 		.relinquish = RELINQUISH_BATCHED,
 	},
 };

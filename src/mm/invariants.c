@@ -149,7 +149,7 @@ static unsigned long check_pcp(struct invariant_report *r, struct zone *zone,
 
 /* Held blocks are the unseen rest; a tail outside any block is lost. */
 static unsigned long check_held(struct invariant_report *r, struct zone *zone,
-				u8 *seen)
+				u8 *seen, unsigned long *on_lru)
 {
 	unsigned long held = 0, pfn = zone->zone_start_pfn;
 
@@ -169,23 +169,25 @@ static unsigned long check_held(struct invariant_report *r, struct zone *zone,
 			continue;
 		}
 		mark_block(r, zone, seen, pfn, page->order, "held");
+		*on_lru += page->on_lru;
 		held += 1UL << page->order;
 		pfn += 1UL << page->order;
 	}
 	return held;
 }
 
-static void check_zone(struct invariant_report *r, struct zone *zone)
+/* Check one zone; returns the number of its held pages on the LRU. */
+static unsigned long check_zone(struct invariant_report *r, struct zone *zone)
 {
 	unsigned long used = zone->deferred_pfn - zone->zone_start_pfn;
 	u8 *seen = calloc(used ? used : 1, 1);
-	unsigned long buddy, pcp = 0, held, deferred;
+	unsigned long buddy, pcp = 0, held, deferred, on_lru = 0;
 
 	BUG_ON(!seen);
 	buddy = check_free_lists(r, zone, seen);
 	for (int cpu = 0; cpu < nr_cpu_ids; cpu++)
 		pcp += check_pcp(r, zone, cpu, seen);
-	held = check_held(r, zone, seen);
+	held = check_held(r, zone, seen, &on_lru);
 	deferred = zone_end_pfn(zone) - zone->deferred_pfn;
 	free(seen);
 
@@ -200,6 +202,7 @@ static void check_zone(struct invariant_report *r, struct zone *zone)
 	r->held_pages += held;
 	r->deferred_pages += deferred;
 	r->managed_pages += zone->managed_pages;
+	return on_lru;
 }
 
 /*
@@ -215,19 +218,15 @@ void check_invariants(struct invariant_report *r, unsigned long held_expected)
 	for (int nid = 0; nid < nr_node_ids; nid++) {
 		struct pglist_data *pgdat = NODE_DATA(nid);
 		struct zone *zone;
-		struct page *page;
 		unsigned long n = 0;
 
-		for_each_populated_zone_of(pgdat, zone) check_zone(r, zone);
-		list_for_each_entry (page, &pgdat->lruvec.lists, lru) {
-			if (page->state != PAGE_HELD || !page->on_lru)
-				violation(r, "lru: pfn %lu state %u on_lru %u",
-					  page->pfn, page->state, page->on_lru);
-			n++;
-		}
+		for_each_populated_zone_of (pgdat, zone)
+			n += check_zone(r, zone);
 		if (n != pgdat->lruvec.nr_pages)
-			violation(r, "lru: node %d nr_pages %lu, list %lu", nid,
-				  pgdat->lruvec.nr_pages, n);
+			violation(
+				r,
+				"lru: node %d nr_pages %lu, held pages on it %lu",
+				nid, pgdat->lruvec.nr_pages, n);
 		lru += n;
 	}
 	if (r->held_pages != held_expected)

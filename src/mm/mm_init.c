@@ -148,7 +148,7 @@ int percpu_pagelist_high_fraction_set(int fraction)
 	for (int nid = 0; nid < nr_node_ids; nid++) {
 		struct zone *zone;
 
-		for_each_populated_zone_of(NODE_DATA(nid), zone)
+		for_each_populated_zone_of (NODE_DATA(nid), zone)
 			zone_set_pageset_high_and_batch(zone, 0);
 	}
 	return 0;
@@ -174,14 +174,13 @@ void setup_per_zone_wmarks(unsigned long min_free_kbytes)
 	struct zone *zone;
 
 	for (nid = 0; nid < nr_node_ids; nid++)
-		for_each_populated_zone_of(NODE_DATA(nid), zone) lowmem_pages +=
-			zone->managed_pages;
+		for_each_populated_zone_of (NODE_DATA(nid), zone)
+			lowmem_pages += zone->managed_pages;
 	if (!lowmem_pages)
 		return;
 
 	for (nid = 0; nid < nr_node_ids; nid++) {
-		for_each_populated_zone_of(NODE_DATA(nid), zone)
-		{
+		for_each_populated_zone_of (NODE_DATA(nid), zone) {
 			unsigned long tmp =
 				(unsigned long)((double)pages_min *
 						zone->managed_pages /
@@ -300,7 +299,6 @@ int free_area_init(const struct zone_desc *zones, int nr_zones, int nr_cpus,
 			return -ENOMEM;
 		pgdat->node_id = nid;
 		spin_lock_init(&pgdat->lruvec.lru_lock, LOCK_LRU);
-		INIT_LIST_HEAD(&pgdat->lruvec.lists);
 		for (i = 0; i < nr_cpus; i++)
 			pgdat->nr_cpus += cpu_to_node_map[i] == nid;
 		node_data[nid] = pgdat;
@@ -328,10 +326,10 @@ int free_area_init(const struct zone_desc *zones, int nr_zones, int nr_cpus,
 	}
 
 	build_all_zonelists();
-	cpu_stats = aligned_alloc(64, sizeof(struct cpu_stats) * nr_cpus);
+	cpu_stats = aligned_alloc(64, sizeof(struct cpu_stats) * 2 * nr_cpus);
 	if (!cpu_stats)
 		return -ENOMEM;
-	memset(cpu_stats, 0, sizeof(struct cpu_stats) * nr_cpus);
+	memset(cpu_stats, 0, sizeof(struct cpu_stats) * 2 * nr_cpus);
 
 	setup_per_zone_wmarks(
 		pcp_policy.min_free_kbytes
@@ -340,7 +338,7 @@ int free_area_init(const struct zone_desc *zones, int nr_zones, int nr_cpus,
 	for (int nid = 0; nid < nr_node_ids; nid++) {
 		struct zone *zone;
 
-		for_each_populated_zone_of(NODE_DATA(nid), zone)
+		for_each_populated_zone_of (NODE_DATA(nid), zone)
 			zone_set_pageset_high_and_batch(zone, 0);
 	}
 	return 0;

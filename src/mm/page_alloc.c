@@ -99,6 +99,8 @@ int rmqueue_bulk(struct zone *zone, unsigned int order, unsigned long count,
 		/* expand() hands out ascending addresses: keep them in order */
 		list_add_tail(&page->lru, list);
 	}
+	hist_record(&this_cpu_stats()->latency[LAT_RMQUEUE_BULK_HOLD],
+		    spin_hold_ns(&zone->lock));
 	spin_unlock(&zone->lock);
 
 	count_event(PCP_REFILLS, 1);
@@ -303,6 +305,13 @@ struct page *alloc_pages(unsigned int order, int migratetype)
 	return page;
 }
 
+/* One hold of zone->lock by free_pcppages_bulk, for its histogram. */
+static inline void record_free_hold(struct zone *zone)
+{
+	hist_record(&this_cpu_stats()->latency[LAT_FREE_PCPPAGES_BULK_HOLD],
+		    spin_hold_ns(&zone->lock));
+}
+
 /*
  * Return @count base pages from @pcp to the buddy lists under one hold of
  * zone->lock (or several with the "contended" relinquish policy of the
@@ -341,6 +350,9 @@ void free_pcppages_bulk(struct zone *zone, int count, struct per_cpu_pages *pcp,
 			struct page *page =
 				list_last_entry(list, struct page, lru);
 
+			/* as the kernel's prefetch_buddy(): the next merge */
+			prefetchw(page->lru.prev);
+			prefetchw(pfn_to_page(page->pfn ^ 1));
 			list_del(&page->lru);
 			count -= nr_pages;
 			pcp->count -= nr_pages;
@@ -352,6 +364,7 @@ void free_pcppages_bulk(struct zone *zone, int count, struct per_cpu_pages *pcp,
 			since_break += nr_pages;
 			if (relinquish && since_break >= batch && count > 0 &&
 			    spin_is_contended(&zone->lock)) {
+				record_free_hold(zone);
 				spin_unlock(&zone->lock);
 				count_event(ZONE_LOCK_RELINQUISH, 1);
 				spin_lock(&zone->lock);
@@ -359,6 +372,7 @@ void free_pcppages_bulk(struct zone *zone, int count, struct per_cpu_pages *pcp,
 			}
 		} while (count > 0 && !list_empty(list));
 	}
+	record_free_hold(zone);
 	spin_unlock(&zone->lock);
 
 	count_event(PCP_DRAINS, 1);
@@ -608,6 +622,9 @@ void free_unref_folios(struct page **pages, unsigned int nr)
 	for (unsigned int i = 0; i < nr; i++) {
 		struct page *page = pages[i];
 		struct zone *zone = page_zone(page);
+
+		if (i + 4 < nr)
+			prefetchw(pages[i + 4]);
 		int mt = pcp_free_migratetype(
 			get_pfnblock_migratetype(zone, page));
 
@@ -711,7 +728,7 @@ void drain_pages(unsigned int cpu)
 
 	for (int nid = 0; nid < nr_node_ids; nid++) {
 		pgdat = NODE_DATA(nid);
-		for_each_populated_zone_of(pgdat, zone)
+		for_each_populated_zone_of (pgdat, zone)
 			drain_pages_zone(cpu, zone);
 	}
 }

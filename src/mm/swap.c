@@ -4,6 +4,10 @@
  * the node's LRU through a per-CPU batch (lru_add), and unmapped pages
  * leave it in batches (release_pages) before they are freed. lru_lock is
  * the second contended lock of page_fault1 (Aaron Lu's 2018 tables).
+ *
+ * Nothing in the model scans the LRU (there is no reclaim), so it is a
+ * count of pages, not a list: what matters is the lock, its batches and
+ * the time spent holding it, which cost() charges per page.
  */
 #include <pcplab/mm.h>
 
@@ -28,7 +32,6 @@ static void folio_batch_move_lru(struct folio_batch *fbatch)
 			locked = lruvec;
 		}
 		cost(COST_LRU_ADD_PAGE, 1);
-		list_add(&page->lru, &lruvec->lists);
 		page->on_lru = 1;
 		lruvec->nr_pages++;
 	}
@@ -54,14 +57,14 @@ void lru_add_drain(struct folio_batch *fbatch)
 
 /*
  * Drop the last reference to @nr mapped pages: take them off the LRU, a
- * batch (the generation's pagevec/folio_batch size) per lru_lock hold, and
- * free each batch through the pageset. v4.18 held lru_lock for up to
- * SWAP_CLUSTER_MAX pages and freed a whole mmu_gather at once; the model
- * uses the v6.x shape for every generation.
+ * batch per lru_lock hold (v4.18's release_pages relocked every
+ * SWAP_CLUSTER_MAX pages, v6.x takes a folio_batch), and free each batch
+ * through the pageset. (v4.18 freed a whole mmu_gather list at once after
+ * the LRU work; the pages reach the same pageset either way.)
  */
 void release_pages(struct page **pages, unsigned long nr)
 {
-	unsigned long chunk = (unsigned long)pcp_policy.gen.lru_batch;
+	unsigned long chunk = (unsigned long)pcp_policy.gen.lru_release_batch;
 
 	for (unsigned long i = 0; i < nr; i += chunk) {
 		unsigned long n = min(chunk, nr - i);
@@ -71,6 +74,8 @@ void release_pages(struct page **pages, unsigned long nr)
 			struct page *page = pages[j];
 			struct lruvec *lruvec;
 
+			if (j + 8 < nr)
+				prefetchw(pages[j + 8]);
 			if (!page->on_lru)
 				continue;
 			lruvec = page_lruvec(page);
@@ -81,7 +86,6 @@ void release_pages(struct page **pages, unsigned long nr)
 				locked = lruvec;
 			}
 			cost(COST_LRU_DEL_PAGE, 1);
-			list_del(&page->lru);
 			page->on_lru = 0;
 			lruvec->nr_pages--;
 		}

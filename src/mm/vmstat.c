@@ -19,10 +19,9 @@ bool refresh_cpu_vm_stats(bool do_pagesets)
 	for (int nid = 0; nid < nr_node_ids; nid++) {
 		struct zone *zone;
 
-		for_each_populated_zone_of(
-			NODE_DATA(nid),
-			zone) if (decay_pcp_high(zone, per_cpu_ptr(zone, cpu)))
-			changes = true;
+		for_each_populated_zone_of (NODE_DATA(nid), zone)
+			if (decay_pcp_high(zone, per_cpu_ptr(zone, cpu)))
+				changes = true;
 	}
 	return changes;
 }

@@ -8,9 +8,9 @@
 
 static int mmap_fill_iteration(struct task *t)
 {
-	int err = fault_in(t, t->size_pages, PAGE_SIZE);
+	int err = fault_in(t, iteration_pages(t), FAULT_ANON, PAGE_SIZE);
 
-	unmap_all(&t->mm);
+	iteration_unmap(t);
 	return err;
 }
 

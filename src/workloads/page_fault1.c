@@ -7,9 +7,9 @@
 
 static int page_fault1_iteration(struct task *t)
 {
-	int err = fault_in(t, t->size_pages, 1);
+	int err = fault_in(t, iteration_pages(t), FAULT_ANON, 1);
 
-	unmap_all(&t->mm);
+	iteration_unmap(t);
 	return err;
 }
 

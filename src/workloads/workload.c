@@ -4,13 +4,14 @@
  * pages in with the run's stop flag, op counting and periodic work.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <pcplab/workload.h>
 
 static const struct workload *const workloads[] = {
-	&page_fault1_workload,
-	&mmap_fill_workload,
+	&page_fault1_workload, &page_fault2_workload, &page_fault3_workload,
+	&mmap_fill_workload,   &stress_vm_workload,   &lock_repairman_workload,
 };
 
 /* The workload called @name, or NULL. */
@@ -25,23 +26,34 @@ const struct workload *find_workload(const char *name)
 /* The known workload names, for error messages. */
 const char *workload_names(void)
 {
-	return "page_fault1, mmap_fill";
+	return "page_fault1, page_fault2, page_fault3, mmap_fill, stress_vm, lock_repairman";
 }
 
 /*
  * Per-task periodic work, every few hundred faults: the vmstat worker's
  * decay of pcp->high once per vm.stat_interval (it runs on each CPU, so
- * the task runs it on its own CPU), and the reset of the task's statistics
- * when the engine starts measuring.
+ * the task runs it on its own CPU), the reset of the task's statistics
+ * when measuring starts, per-second op samples, and the deadline.
  */
 void task_tick(struct task *t)
 {
 	u64 now = now_ns();
-	int epoch = READ_ONCE(*t->epoch);
 
-	if (epoch != t->seen_epoch) {
-		t->seen_epoch = epoch;
+	if (!t->measuring && now >= READ_ONCE(t->measure_ns)) {
+		t->measuring = true;
+		t->ops_at_measure = t->ops_at_tick = t->ops;
 		memset(this_cpu_stats(), 0, sizeof(struct cpu_stats));
+	}
+	if (t->measuring && t->samples) {
+		u64 sec = (now - t->measure_ns) / 1000000000ULL;
+
+		if (sec < (u64)t->nr_samples)
+			t->samples[sec] += t->ops - t->ops_at_tick;
+		t->ops_at_tick = t->ops;
+	}
+	if (now >= t->deadline_ns && !t->stopped) {
+		t->stopped = 1;
+		t->ops_at_deadline = t->ops;
 	}
 	if (now >= t->next_vmstat_ns) {
 		refresh_cpu_vm_stats(true);
@@ -51,21 +63,187 @@ void task_tick(struct task *t)
 }
 
 /*
- * Fault in @nr pages, writing @bytes of each; every page is one op. Stops
- * early when the run ends. Returns 0 or -ENOMEM.
+ * The pages of this iteration: the mapping size, except that a task's
+ * first iteration maps a random part of it. Real tasks drift apart within
+ * seconds; in a simulation nothing jitters, and tasks that started
+ * together would fault and unmap in lockstep for ever.
  */
-int fault_in(struct task *t, unsigned long nr, size_t bytes)
+unsigned long iteration_pages(struct task *t)
+{
+	if (t->iterations++)
+		return t->size_pages;
+	return 1 + prandom_below(&t->rnd, t->size_pages);
+}
+
+/*
+ * Fault in @nr pages of @kind, writing @bytes of each; every page is a page
+ * op. Stops early when the run ends. Returns 0 or -ENOMEM.
+ */
+int fault_in(struct task *t, unsigned long nr, enum fault_kind kind,
+	     size_t bytes)
 {
 	for (unsigned long i = 0; i < nr; i++) {
 		if (!(i & 255)) {
-			if (task_should_stop(t))
-				return 0;
 			task_tick(t);
+			if (task_should_stop(t)) {
+				stats_detach();
+				return 0;
+			}
 		}
-		if (do_anonymous_page(&t->mm, bytes))
+		if (handle_mm_fault(&t->mm, kind, i, bytes))
 			return -ENOMEM;
 		WRITE_ONCE(t->ops, t->ops + 1);
 		this_cpu_stats()->ops++;
 	}
 	return 0;
+}
+
+/* How long a CPU waits before it looks at its mailbox again. */
+#define XFREE_POLL_NS 20000
+
+/*
+ * Put the iteration's pages in the mailbox for the partner CPU to free,
+ * once it has taken the previous ones (the allocating side of the pattern
+ * of allocator purge threads).
+ */
+static void xfree_handoff(struct task *t)
+{
+	struct xfree_box *box = t->xfree;
+
+	for (;;) {
+		spin_lock(&box->lock);
+		if (!box->nr || task_should_stop(t))
+			break;
+		spin_unlock(&box->lock);
+		delay_ns(XFREE_POLL_NS);
+	}
+	if (!box->nr) {
+		struct page **swap = box->pages;
+
+		cost(COST_UNMAP_PAGE, t->mm.mapped);
+		lru_add_drain(&t->mm.lru_add);
+		box->pages = t->mm.pages;
+		box->nr = t->mm.nr;
+		t->mm.pages = swap;
+		t->mm.nr = t->mm.mapped = 0;
+	}
+	spin_unlock(&box->lock);
+}
+
+/* munmap the iteration's mapping, or pass its pages to the partner CPU. */
+void iteration_unmap(struct task *t)
+{
+	if (t->xfree)
+		xfree_handoff(t);
+	unmap_all(&t->mm);
+}
+
+/* Take what the mailbox holds (under its lock); returns how many pages. */
+static unsigned long xfree_take(struct task *t, int *closed)
+{
+	struct xfree_box *box = t->xfree;
+	struct page **swap;
+	unsigned long nr;
+
+	spin_lock(&box->lock);
+	nr = box->nr;
+	*closed = box->closed;
+	if (nr) {
+		swap = box->pages;
+		box->pages = t->mm.pages;
+		box->nr = 0;
+		t->mm.pages = swap;
+	}
+	spin_unlock(&box->lock);
+	return nr;
+}
+
+/*
+ * The freeing CPU's iteration: wait for a mailbox full of pages, take them
+ * and free them here (release_pages: off the LRU, into this CPU's pcp).
+ */
+int xfree_consumer_iteration(struct task *t)
+{
+	unsigned long nr;
+	int closed;
+
+	task_tick(t);
+	nr = xfree_take(t, &closed);
+	if (nr)
+		release_pages(t->mm.pages, nr);
+	else
+		delay_ns(XFREE_POLL_NS);
+	return 0;
+}
+
+/*
+ * Pair the tasks for cross-CPU free: task 2k allocates and hands its pages
+ * to task 2k+1, which frees them. Returns 0 or -ENOMEM.
+ */
+int xfree_setup(struct task *tasks, int nr, unsigned long cap)
+{
+	for (int i = 0; i + 1 < nr; i += 2) {
+		struct xfree_box *box = calloc(1, sizeof(*box));
+
+		if (!box)
+			return -ENOMEM;
+		box->pages = calloc(cap ? cap : 1, sizeof(*box->pages));
+		if (!box->pages)
+			return -ENOMEM;
+		spin_lock_init(&box->lock, LOCK_XFREE);
+		tasks[i].xfree = tasks[i + 1].xfree = box;
+		tasks[i + 1].xfree_consumer = true;
+	}
+	return 0;
+}
+
+/* Free the mailboxes of xfree_setup() (empty by now). */
+void xfree_teardown(struct task *tasks, int nr)
+{
+	for (int i = 0; i + 1 < nr; i += 2) {
+		if (!tasks[i].xfree)
+			continue;
+		BUG_ON(tasks[i].xfree->nr);
+		free(tasks[i].xfree->pages);
+		free(tasks[i].xfree);
+		tasks[i].xfree = tasks[i + 1].xfree = NULL;
+	}
+}
+
+/* One iteration of @t: the workload's, or the freeing partner's loop. */
+int task_iteration(const struct workload *wl, struct task *t)
+{
+	if (t->xfree_consumer)
+		return xfree_consumer_iteration(t);
+	return wl->iteration(t);
+}
+
+/*
+ * The end of a task's run, on its own CPU and out of the measured window:
+ * unmap what is mapped and truncate its file. An allocating partner closes
+ * its mailbox; a freeing one frees what is left in it once it is closed.
+ */
+void task_exit(struct task *t)
+{
+	stats_detach();
+	if (t->xfree && !t->xfree_consumer) {
+		spin_lock(&t->xfree->lock);
+		t->xfree->closed = 1;
+		spin_unlock(&t->xfree->lock);
+	}
+	if (t->xfree && t->xfree_consumer) {
+		for (;;) {
+			int closed;
+			unsigned long nr = xfree_take(t, &closed);
+
+			if (nr)
+				release_pages(t->mm.pages, nr);
+			if (closed && !nr)
+				break;
+			if (!nr)
+				delay_ns(XFREE_POLL_NS);
+		}
+	}
+	unmap_all(&t->mm);
+	truncate_file(&t->mm);
 }

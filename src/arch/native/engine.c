@@ -26,11 +26,33 @@ struct native_run {
 	struct task *tasks;
 	pthread_barrier_t start;
 	int stop;
-	int epoch;
 	int alloc_failed;
 	cpu_set_t allowed;
 	int nr_allowed;
 };
+
+/* The native engine runs on this host: a machine profile is an error. */
+int engine_parse_machine(const cJSON *machine, struct spec *spec, char *err)
+{
+	if (!machine || cJSON_IsNull(machine))
+		return 0;
+	snprintf(
+		err, ERRLEN,
+		"machine profiles are for the sim engine; native runs on this host");
+	return -1;
+}
+
+/* Native tasks are threads: the user says how many. */
+int engine_default_tasks(void)
+{
+	return 0;
+}
+
+/* At most as many tasks as the model has CPUs. */
+int engine_max_tasks(void)
+{
+	return NR_CPUS;
+}
 
 /* The host's memory, the default size of the model's zone. */
 unsigned long engine_default_memory_mib(void)
@@ -125,11 +147,12 @@ static void *task_main(void *arg)
 	current_stats = cpu_stats_of(t->cpu);
 	pthread_barrier_wait(&run->start);
 	while (!READ_ONCE(run->stop)) {
-		if (run->wl->iteration(t)) {
+		if (task_iteration(run->wl, t)) {
 			WRITE_ONCE(run->alloc_failed, 1);
 			break;
 		}
 	}
+	task_exit(t);
 	return NULL;
 }
 
@@ -161,8 +184,9 @@ static void measure(struct native_run *run, struct run_result *res)
 	int next_sched = 0;
 
 	sleep_ns((u64)(spec->warmup_s * 1e9));
-	WRITE_ONCE(run->epoch, 1);
 	start = now_ns();
+	for (int i = 0; i < spec->tasks; i++)
+		WRITE_ONCE(run->tasks[i].measure_ns, start);
 	ops0 = last_ops = total_ops(run);
 	end = start + (u64)(spec->duration_s * 1e9);
 	next_sample = start + 1000000000ULL;
@@ -192,13 +216,20 @@ static int start_tasks(struct native_run *run, pthread_t *threads, char *err)
 {
 	const struct spec *spec = run->spec;
 
+	if (spec->cross_free &&
+	    xfree_setup(run->tasks, spec->tasks,
+			(spec->size_mib << 20) / PAGE_SIZE)) {
+		snprintf(err, ERRLEN, "no memory for the cross-free mailboxes");
+		return -1;
+	}
 	for (int i = 0; i < spec->tasks; i++) {
 		struct task *t = &run->tasks[i];
 
 		t->cpu = i;
 		t->size_pages = (spec->size_mib << 20) / PAGE_SIZE;
 		t->stop = &run->stop;
-		t->epoch = &run->epoch;
+		t->measure_ns = UINT64_MAX;
+		t->deadline_ns = UINT64_MAX;
 		prandom_seed(&t->rnd, spec->seed + (u64)i);
 		if (task_mm_init(&t->mm, t->size_pages) ||
 		    pthread_create(&threads[i], NULL, task_main, t)) {
@@ -241,7 +272,7 @@ int engine_run(const struct spec *spec, struct run_result *res, char *err)
 	measure(&run, res);
 	for (int i = 0; i < spec->tasks; i++) {
 		pthread_join(threads[i], NULL);
-		held += run.tasks[i].mm.nr;
+		held += task_mm_held(&run.tasks[i].mm);
 	}
 	res->alloc_failed = run.alloc_failed;
 
@@ -260,6 +291,7 @@ int engine_run(const struct spec *spec, struct run_result *res, char *err)
 	}
 	res->memmap_bytes = memmap_bytes();
 
+	xfree_teardown(run.tasks, spec->tasks);
 	for (int i = 0; i < spec->tasks; i++)
 		task_mm_exit(&run.tasks[i].mm);
 	pthread_barrier_destroy(&run.start);

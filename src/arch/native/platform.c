@@ -29,6 +29,13 @@ bool tsc_usable;
 static char *frames;
 static size_t frames_len;
 
+/* The statistics of a thread past its measured window go nowhere. */
+void stats_detach(void)
+{
+	if (current_cpu >= 0)
+		current_stats = cpu_stats_sink(current_cpu);
+}
+
 /* Make the calling thread model CPU @cpu, with that CPU's statistics. */
 void arch_set_cpu(int cpu)
 {
@@ -283,6 +290,13 @@ void clear_page(struct page *page)
 {
 	if (frames)
 		memset(page_address(page), 0, PAGE_SIZE);
+}
+
+/* Copy a frame, as a COW fault does. */
+void copy_page(struct page *to, const struct page *from)
+{
+	if (frames)
+		memcpy(page_address(to), page_address(from), PAGE_SIZE);
 }
 
 /* The workload's own writes to a faulted page (0xff, like mmap_fill). */

@@ -31,6 +31,10 @@ struct spec {
 	unsigned long size_mib;
 	unsigned long min_free_kbytes; /* 0: computed */
 	u64 seed;
+	bool threads; /* tasks are threads of one process (mode "thread") */
+	bool cross_free; /* task 2k allocates, task 2k+1 frees */
+	char machine_name[64]; /* sim: the machine profile's name */
+	char args_json[512]; /* the workload's args, as given */
 	int nr_schedule;
 	struct {
 		double t_s;
@@ -68,6 +72,9 @@ int proptest_main(int argc, char **argv);
 int engine_run(const struct spec *spec, struct run_result *res, char *err);
 unsigned long engine_default_memory_mib(void);
 unsigned long engine_memory_bytes(const struct spec *spec);
+int engine_parse_machine(const cJSON *machine, struct spec *spec, char *err);
+int engine_default_tasks(void);
+int engine_max_tasks(void);
 cJSON *engine_machine_json(const struct spec *spec);
 
 #endif

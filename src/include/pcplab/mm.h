@@ -98,17 +98,33 @@ void folio_add_lru(struct folio_batch *fbatch, struct page *page);
 void lru_add_drain(struct folio_batch *fbatch);
 void release_pages(struct page **pages, unsigned long nr);
 
-/* memory.c: a task's anonymous memory, faulted in and unmapped */
+/* memory.c: a task's memory, faulted in and unmapped */
+enum fault_kind {
+	FAULT_ANON, /* private anonymous: a new zeroed page */
+	FAULT_FILE_PRIVATE, /* private file mapping: copy of the page cache */
+	FAULT_FILE_SHARED, /* shared file mapping: the page cache page itself */
+};
+
 struct task_mm {
-	struct page **pages; /* mapped pages, in fault order */
+	struct page **pages; /* pages to free at munmap, in fault order */
 	unsigned long nr;
 	unsigned long cap;
+	unsigned long mapped; /* pages mapped (also page cache ones) */
+	struct page **file; /* the task's file's page cache, by index */
+	unsigned long nr_file;
 	struct folio_batch lru_add; /* the per-CPU lru_add batch */
 };
+
+/* Whether the tasks are threads of one process (mmap_lock shared). */
+extern bool mm_shared_by_threads;
+
 int task_mm_init(struct task_mm *mm, unsigned long cap);
 void task_mm_exit(struct task_mm *mm);
-int do_anonymous_page(struct task_mm *mm, size_t write_bytes);
+int handle_mm_fault(struct task_mm *mm, enum fault_kind kind,
+		    unsigned long index, size_t write_bytes);
 void unmap_all(struct task_mm *mm);
+void truncate_file(struct task_mm *mm);
+unsigned long task_mm_held(const struct task_mm *mm);
 
 /* invariants.c */
 #define MAX_VIOLATIONS 16

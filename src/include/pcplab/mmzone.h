@@ -11,8 +11,6 @@
 #include "platform.h"
 #include "histogram.h"
 
-#define PAGE_SHIFT 12
-#define PAGE_SIZE (1UL << PAGE_SHIFT)
 #define MAX_PAGE_ORDER 10
 #define NR_PAGE_ORDERS (MAX_PAGE_ORDER + 1)
 #define PAGE_ALLOC_COSTLY_ORDER 3
@@ -137,8 +135,7 @@ struct zone {
  */
 struct lruvec {
 	spinlock_t lru_lock;
-	struct list_head lists;
-	unsigned long nr_pages;
+	unsigned long nr_pages; /* a count: nothing scans it (no reclaim) */
 };
 
 struct pglist_data {
@@ -180,6 +177,8 @@ enum latency_item {
 	LAT_RMQUEUE_BULK,
 	LAT_FREE_PCPPAGES_BULK,
 	LAT_FAULT,
+	LAT_RMQUEUE_BULK_HOLD, /* zone->lock held by rmqueue_bulk */
+	LAT_FREE_PCPPAGES_BULK_HOLD, /* ... by free_pcppages_bulk, per hold */
 	NR_LATENCY_ITEMS
 };
 
@@ -213,6 +212,7 @@ struct kernel_gen {
 	bool pcp_trylock; /* v6.0: pcp spinlock + trylock */
 	unsigned long batch_cap_bytes; /* zone_batchsize cap */
 	int lru_batch; /* pagevec / folio_batch size */
+	int lru_release_batch; /* pages per lru_lock hold in release_pages */
 	enum relinquish relinquish; /* default policy */
 };
 
@@ -238,7 +238,7 @@ extern struct pglist_data *node_data[MAX_NUMNODES];
 extern int nr_node_ids;
 extern int nr_cpu_ids;
 extern int cpu_to_node_map[NR_CPUS];
-extern struct cpu_stats *cpu_stats; /* [nr_cpu_ids] */
+extern struct cpu_stats *cpu_stats; /* [2 * nr_cpu_ids]: CPUs, then sinks */
 
 #define NODE_DATA(nid) (node_data[nid])
 #define for_each_cpu(cpu) for ((cpu) = 0; (cpu) < nr_cpu_ids; (cpu)++)
@@ -288,6 +288,12 @@ static inline void clear_bit(int nr, unsigned long *addr)
 static inline struct cpu_stats *cpu_stats_of(int cpu)
 {
 	return &cpu_stats[cpu];
+}
+
+/* Where @cpu's statistics go once it is past the measured window. */
+static inline struct cpu_stats *cpu_stats_sink(int cpu)
+{
+	return &cpu_stats[nr_cpu_ids + cpu];
 }
 
 static inline void count_event(enum pcp_stat_item item, u64 n)

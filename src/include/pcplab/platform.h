@@ -5,7 +5,8 @@
  * <arch/platform.h>, mostly as inline code:
  *
  *   spinlock_t, spin_lock_init(), spin_lock(), spin_unlock(),
- *   spin_is_contended()     zone->lock and lruvec->lru_lock (queued locks;
+ *   spin_is_contended(), spin_hold_ns()
+ *                           zone->lock and lruvec->lru_lock (queued locks;
  *                           spin_lock() is the kernel's spin_lock_irqsave)
  *   pcp_lock_t, pcp_spin_trylock(), pcp_spin_lock(), pcp_spin_unlock()
  *                           pcp->lock (trylock on the fast paths)
@@ -15,8 +16,13 @@
  *   cost(kind, n)           the time an operation takes: advances the
  *                           virtual clock on sim, nothing on native where
  *                           the work itself takes real time
+ *   delay_ns(ns)            spend @ns doing nothing shared (workloads that
+ *                           model think and hold times)
  *   clear_page(page)        zero a frame (native: the real 4 KiB frame)
+ *   copy_page(to, from)     copy a frame (a COW fault)
  *   this_cpu_stats()        the current CPU's counters and histograms
+ *   stats_detach()          from now on, count this CPU's statistics
+ *                           nowhere (its task is past the measured window)
  *   arch_init()             set the platform up, once, before anything else
  *   arch_set_cpu(cpu)       make the calling thread model CPU @cpu (for
  *                           single-threaded drivers: the property tests)
@@ -26,11 +32,17 @@
 
 #include "types.h"
 
+#define PAGE_SHIFT 12
+#define PAGE_SIZE (1UL << PAGE_SHIFT)
+
 /* Which lock a spinlock_t is, for contention and hold-time accounting. */
 enum lock_class {
 	LOCK_ZONE,
 	LOCK_LRU,
 	LOCK_PCP,
+	LOCK_MMAP, /* mmap_lock of a process whose threads share one mm */
+	LOCK_XFREE, /* the mailbox between a CPU that allocates and one that frees */
+	LOCK_TEST, /* a workload's own lock (the machine-repairman check) */
 	NR_LOCK_CLASSES,
 };
 

@@ -38,6 +38,8 @@ typedef int64_t s64;
 	})
 #define max3(a, b, c) max(max(a, b), c)
 #define clamp(v, lo, hi) min(max(v, lo), hi)
+/* Fetch a cache line we are about to write (the kernel's prefetchw()). */
+#define prefetchw(p) __builtin_prefetch((p), 1)
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define DIV_ROUND_UP(n, d) (((n) + (d)-1) / (d))
 

@@ -8,6 +8,8 @@
 #ifndef PCPLAB_WORKLOAD_H
 #define PCPLAB_WORKLOAD_H
 
+#include <cjson/cJSON.h>
+
 #include "mm.h"
 #include "random.h"
 
@@ -17,11 +19,29 @@ struct task {
 	struct task_mm mm;
 	unsigned long size_pages; /* the mapping size of one iteration */
 	u64 ops; /* ops done; read racily by samplers */
-	const int *stop; /* set when the run ends */
-	const int *epoch; /* bumped when measuring starts */
-	int seen_epoch;
+	const int *stop; /* set when the run ends (or &stopped) */
+	int stopped; /* the task's own stop flag (deadline reached) */
+	u64 measure_ns; /* measuring starts here: statistics reset */
+	u64 deadline_ns; /* the task stops here (U64_MAX: when told) */
+	bool measuring;
+	u64 ops_at_measure; /* ops when measuring started */
+	u64 ops_at_deadline; /* ops when the deadline was seen */
+	u64 ops_at_tick; /* ops at the previous task_tick() */
+	u64 *samples; /* ops per second of measuring, if wanted */
+	int nr_samples;
 	u64 next_vmstat_ns; /* when the vmstat work runs next */
 	struct prandom rnd;
+	unsigned long iterations;
+	struct xfree_box *xfree; /* the mailbox to/from the partner CPU */
+	bool xfree_consumer; /* frees what the partner allocated */
+};
+
+/* Pages handed from an allocating CPU to a freeing one (cross-CPU free). */
+struct xfree_box {
+	spinlock_t lock;
+	struct page **pages;
+	unsigned long nr; /* 0: empty */
+	int closed; /* the producer has stopped */
 };
 
 struct workload {
@@ -30,17 +50,39 @@ struct workload {
 	unsigned long default_size_mib; /* per-task mapping size */
 	/* One iteration; returns 0, or -ENOMEM when memory ran out. */
 	int (*iteration)(struct task *t);
+	/* Optional: read the spec's "args" (NULL if none); 0 or -1 + @err. */
+	int (*configure)(const cJSON *args, char *err);
+	unsigned int pages_per_op; /* pages per op (stress-ng bogo ops), or 1 */
+	bool no_xfree; /* cannot hand its pages to another CPU to free */
 };
 
 extern const struct workload page_fault1_workload;
 extern const struct workload mmap_fill_workload;
+extern const struct workload lock_repairman_workload;
+extern const struct workload page_fault2_workload;
+extern const struct workload page_fault3_workload;
+extern const struct workload stress_vm_workload;
 
 const struct workload *find_workload(const char *name);
 const char *workload_names(void);
 
-/* Fault in @nr pages writing @bytes of each, one op per page. */
-int fault_in(struct task *t, unsigned long nr, size_t bytes);
-/* Periodic per-task work: the vmstat decay and the measuring epoch. */
+/* Pages to map this iteration (the first is shorter, see workload.c). */
+unsigned long iteration_pages(struct task *t);
+/* Fault in @nr pages writing @bytes of each; every page is one "page op". */
+int fault_in(struct task *t, unsigned long nr, enum fault_kind kind,
+	     size_t bytes);
+/* The end of an iteration: munmap, or hand the pages to the partner CPU. */
+void iteration_unmap(struct task *t);
+/* The task's run is over: free what it still holds, on its own CPU. */
+void task_exit(struct task *t);
+/* The partner loop of a freeing CPU (cross-CPU free). */
+int xfree_consumer_iteration(struct task *t);
+/* One iteration of @t: the workload's, or the freeing partner's loop. */
+int task_iteration(const struct workload *wl, struct task *t);
+/* Pair tasks 2k (allocates) and 2k+1 (frees) through mailboxes. */
+int xfree_setup(struct task *tasks, int nr, unsigned long cap);
+void xfree_teardown(struct task *tasks, int nr);
+/* Periodic per-task work: vmstat decay, measuring start, deadline. */
 void task_tick(struct task *t);
 
 static inline bool task_should_stop(const struct task *t)

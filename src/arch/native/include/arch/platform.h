@@ -45,10 +45,12 @@ void spin_lock_init(spinlock_t *lock, enum lock_class cls);
 void spin_lock(spinlock_t *lock);
 void spin_unlock(spinlock_t *lock);
 void clear_page(struct page *page);
+void copy_page(struct page *to, const struct page *from);
 void write_page(struct page *page, size_t bytes);
 u64 now_ns_slow(void);
 void arch_set_cpu(int cpu);
 void arch_init(void);
+void stats_detach(void);
 
 bool spin_is_contended(spinlock_t *lock);
 
@@ -134,6 +136,21 @@ static inline u64 now_ns(void)
 	if (likely(tsc_usable))
 		return (u64)(((unsigned __int128)__rdtsc() * tsc_mult) >> 32);
 	return now_ns_slow();
+}
+
+/* How long the caller has held @lock. */
+static inline u64 spin_hold_ns(const spinlock_t *lock)
+{
+	return now_ns() - lock->acquired_ns;
+}
+
+/* Spin for @ns of real time. */
+static inline void delay_ns(u64 ns)
+{
+	u64 end = now_ns() + ns;
+
+	while (now_ns() < end)
+		__builtin_ia32_pause();
 }
 
 /* Real work takes real time here: nothing to charge. */

@@ -1,0 +1,1 @@
+"""The host engine's front end: kernel state, sysctl journal, tracing, sweeps."""

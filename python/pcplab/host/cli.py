@@ -1,0 +1,503 @@
+"""The `pcplab host` commands (info, run, sweep, restore, overhead) and `compare`."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import statistics
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from pcplab import engine
+from pcplab.errors import BadInput, EngineError
+from pcplab.host import procfs, report, runner, sweep, sysctl, trace
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 88}
+MODEL_ENGINES = ("native", "sim")
+
+
+def _emit(data: Any, as_json: bool, text: str, output: str | None) -> None:
+    """Write the JSON to --output if asked; print JSON or the text."""
+    if output is not None:
+        Path(output).write_text(json.dumps(data, indent=2) + "\n")
+    click.echo(json.dumps(data, indent=2) if as_json else text)
+
+
+def _guard(specs: list[dict[str, Any]], trace_method: str, trace_s: float) -> None:
+    """Resolve every spec (the engine checks it) and apply the memory guard."""
+    from pcplab.cli import check_memory, mem_available_bytes
+
+    needed = 0
+    for spec in specs:
+        resolved = engine.resolve(spec)
+        value = resolved.get("memory_bytes")
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise EngineError("the engine's resolve reply has no number memory_bytes")
+        needed = max(needed, int(value))
+    if trace_method not in ("off",) and trace_s > 0:  # a tracefs ring buffer
+        needed += trace.DEFAULT_BUFFER_KB * 1024 * (os.cpu_count() or 1)
+    check_memory(needed, mem_available_bytes())
+
+
+def execute_run(
+    spec: dict[str, Any],
+    *,
+    trace_method: str = "auto",
+    trace_s: float = runner.DEFAULT_TRACE_S,
+    gap_ns: int = trace.DEFAULT_GAP_NS,
+) -> dict[str, Any]:
+    """Check, guard and run one host spec (setting high_fraction if given)."""
+    spec = dict(spec)
+    high_fraction = spec.pop("high_fraction", None)
+    if high_fraction is not None:
+        sysctl.require_root(
+            "--high-fraction with the host engine", ", or drop --high-fraction"
+        )
+    sysctl.restore_pending()
+    checked = (
+        dict(spec, high_fraction=high_fraction) if high_fraction is not None else spec
+    )
+    _guard([checked], trace_method, trace_s)
+    options = {"trace_method": trace_method, "trace_s": trace_s, "gap_ns": gap_ns}
+    if high_fraction is None:
+        return runner.run(spec, **options)
+    with sysctl.Journal("pcplab run --engine host") as journal:
+        journal.set(sysctl.HIGH_FRACTION, high_fraction)
+        return runner.run(checked, **options)
+
+
+def run_on_host(spec: dict[str, Any], *, as_json: bool, output: str | None) -> None:
+    """`pcplab run --engine host`: run, then print the summary or the JSON."""
+    result = execute_run(spec)
+    _emit(result, as_json, report.format_host_summary(result), output)
+
+
+@click.group("host", context_settings=CONTEXT)
+@click.pass_context
+def host(ctx: click.Context) -> None:
+    """Measure the running kernel: its pagesets, a run, a sweep, a restore.
+
+    Every host command first restores the sysctls that an interrupted run
+    left in its journal ($PCPLAB_STATE_DIR or /var/lib/pcplab), and says so.
+    """
+    if ctx.invoked_subcommand != "restore":
+        sysctl.restore_pending()
+
+
+def _workload_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Add the options that describe a host workload run."""
+    options = [
+        click.option(
+            "--workload",
+            required=True,
+            metavar="W",
+            help="page_fault1, page_fault2, page_fault3, mmap_fill, stress_vm.",
+        ),
+        click.option(
+            "--tasks",
+            type=int,
+            required=True,
+            metavar="N",
+            help="Tasks, pinned one per core like will-it-scale.",
+        ),
+        click.option("--duration", type=float, metavar="S", help="Measured seconds."),
+        click.option(
+            "--warmup", type=float, metavar="S", help="Seconds run before measuring."
+        ),
+        click.option(
+            "--size-mib", type=int, metavar="M", help="Per-task mapping size."
+        ),
+        click.option(
+            "--mode",
+            type=click.Choice(["process", "thread"]),
+            help="Tasks as processes (default) or threads.",
+        ),
+        click.option(
+            "--untimed",
+            is_flag=True,
+            help="Do not time first touches (no fault latency).",
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _trace_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Add the kernel-tracing options."""
+    options = [
+        click.option(
+            "--trace",
+            "trace_method",
+            type=click.Choice(trace.CHOICES),
+            default="auto",
+            show_default=True,
+            help="Kernel tracing method (auto: the best permitted).",
+        ),
+        click.option(
+            "--trace-seconds",
+            type=click.FloatRange(0, 3600),
+            default=runner.DEFAULT_TRACE_S,
+            show_default=True,
+            help="Length of the traced phase after the measurement.",
+        ),
+        click.option(
+            "--burst-gap-ns",
+            type=click.IntRange(1),
+            default=trace.DEFAULT_GAP_NS,
+            show_default=True,
+            help="Tracepoints further apart than this start a new burst.",
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _output_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Add --json and --output."""
+    func = click.option(
+        "--output", metavar="FILE", help="Also write the JSON to FILE."
+    )(func)
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON.")(func)
+
+
+def _spec(
+    workload: str,
+    tasks: int,
+    duration: float | None,
+    warmup: float | None,
+    size_mib: int | None,
+    mode: str | None,
+    untimed: bool,
+) -> dict[str, Any]:
+    """Build a host spec from the workload options."""
+    spec: dict[str, Any] = {"engine": "host", "workload": workload, "tasks": tasks}
+    optional = {
+        "duration_s": duration,
+        "warmup_s": warmup,
+        "size_mib": size_mib,
+        "mode": mode,
+    }
+    spec.update({k: v for k, v in optional.items() if v is not None})
+    if untimed:
+        spec["timed"] = False
+    return spec
+
+
+def _check_output(output: str | None) -> None:
+    """Refuse an unwritable --output before anything runs."""
+    from pcplab.cli import _check_output_path
+
+    _check_output_path(output)
+
+
+@host.command("info", short_help="Pagesets, sysctls, kernel version, tracing.")
+@click.option("--no-probe", is_flag=True, help="Skip probing kernel tracing.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def info_command(no_probe: bool, as_json: bool) -> None:
+    """Print the kernel version, the PCP sysctls and every CPU's pagesets."""
+    if no_probe:
+        probed = trace.Probe(None, {"probe": "skipped (--no-probe)"})
+    else:
+        probed = trace.probe()
+        if probed.mounted_tracefs:
+            trace.unmount_tracefs()
+    info = {
+        "kernel": procfs.kernel_release(),
+        "cpus": os.cpu_count(),
+        "mem_available_bytes": procfs.read_meminfo().get("MemAvailable", 0),
+        "thp": procfs.thp_setting("enabled"),
+        "sysctls": sysctl.read_recorded(),
+        "pagesets": procfs.read_pagesets(),
+        "tracing": {"method": probed.method, "reasons": probed.reasons},
+    }
+    _emit(info, as_json, report.format_info(info), None)
+
+
+@host.command("run", short_help="Run a workload on the running kernel.")
+@_workload_options
+@click.option(
+    "--high-fraction",
+    type=int,
+    metavar="F",
+    help="Set vm.percpu_pagelist_high_fraction for the run (root).",
+)
+@_trace_options
+@_output_options
+def run_command(
+    workload: str,
+    tasks: int,
+    duration: float | None,
+    warmup: float | None,
+    size_mib: int | None,
+    mode: str | None,
+    untimed: bool,
+    high_fraction: int | None,
+    trace_method: str,
+    trace_seconds: float,
+    burst_gap_ns: int,
+    as_json: bool,
+    output: str | None,
+) -> None:
+    """Run a workload against this kernel; like `pcplab run --engine host`."""
+    _check_output(output)
+    spec = _spec(workload, tasks, duration, warmup, size_mib, mode, untimed)
+    if high_fraction is not None:
+        spec["high_fraction"] = high_fraction
+    result = execute_run(
+        spec, trace_method=trace_method, trace_s=trace_seconds, gap_ns=burst_gap_ns
+    )
+    _emit(result, as_json, report.format_host_summary(result), output)
+
+
+@host.command("sweep", short_help="Run a workload at each high fraction (root).")
+@click.option(
+    "--high-fraction",
+    "fractions",
+    required=True,
+    metavar="F,F,...",
+    help="vm.percpu_pagelist_high_fraction values, e.g. 0,8,100,1000.",
+)
+@_workload_options
+@_trace_options
+@_output_options
+def sweep_command(
+    fractions: str,
+    workload: str,
+    tasks: int,
+    duration: float | None,
+    warmup: float | None,
+    size_mib: int | None,
+    mode: str | None,
+    untimed: bool,
+    trace_method: str,
+    trace_seconds: float,
+    burst_gap_ns: int,
+    as_json: bool,
+    output: str | None,
+) -> None:
+    """Run the workload at each value; the original value is always restored."""
+    sysctl.require_root(
+        "pcplab host sweep", ", or run 'pcplab run --engine host' without a sweep"
+    )
+    _check_output(output)
+    values = sweep.parse_fractions(fractions)
+    spec = _spec(workload, tasks, duration, warmup, size_mib, mode, untimed)
+    _guard([{**spec, "high_fraction": v} for v in values], trace_method, trace_seconds)
+    with sysctl.Journal("pcplab host sweep") as journal:
+        original = sysctl.read_sysctl(sysctl.HIGH_FRACTION)
+        points = sweep.sweep(
+            spec,
+            values,
+            journal=journal,
+            progress=lambda line: click.echo(f"pcplab: {line}", err=True),
+            trace_method=trace_method,
+            trace_s=trace_seconds,
+            gap_ns=burst_gap_ns,
+        )
+    click.echo(f"pcplab: restored {sysctl.HIGH_FRACTION} to {original}", err=True)
+    data = {"sweep": points, "restored": {sysctl.HIGH_FRACTION: original}}
+    _emit(data, as_json, report.format_sweep(points), output)
+
+
+@host.command("restore", short_help="Restore the sysctls of an interrupted run.")
+def restore_command() -> None:
+    """Write back what the journal of an interrupted run holds, and remove it."""
+    path = sysctl.journal_path()
+    if path.exists() and os.geteuid() != 0:
+        raise BadInput(
+            f"{path} holds sysctls to restore and writing them needs root; "
+            "run 'pcplab host restore' as root"
+        )
+    sysctl.restore_pending(quiet_if_none=False)
+
+
+@host.command("overhead", short_help="Timed vs untimed throughput: the cost of timing.")
+@_workload_options
+@click.option(
+    "--rounds",
+    type=click.IntRange(1, 100),
+    default=3,
+    show_default=True,
+    help="Timed and untimed runs, alternating.",
+)
+@_output_options
+def overhead_command(
+    workload: str,
+    tasks: int,
+    duration: float | None,
+    warmup: float | None,
+    size_mib: int | None,
+    mode: str | None,
+    untimed: bool,
+    rounds: int,
+    as_json: bool,
+    output: str | None,
+) -> None:
+    """Measure what timing every first touch costs (median of alternating runs)."""
+    if untimed:
+        raise BadInput("overhead runs both timed and untimed; drop --untimed")
+    _check_output(output)
+    spec = _spec(workload, tasks, duration, warmup, size_mib, mode, False)
+    _guard([spec], "off", 0)
+    ops: dict[str, list[float]] = {"timed": [], "untimed": []}
+    for _ in range(rounds):
+        for name, timed in (("timed", True), ("untimed", False)):
+            result = runner.run({**spec, "timed": timed}, trace_method="off", trace_s=0)
+            ops[name].append(result["throughput"]["ops_per_s"])
+    timed_ops = statistics.median(ops["timed"])
+    untimed_ops = statistics.median(ops["untimed"])
+    data = {
+        "workload": workload,
+        "ops_per_s": ops,
+        "median_timed": timed_ops,
+        "median_untimed": untimed_ops,
+        "overhead_pct": 100 * (1 - timed_ops / untimed_ops),
+    }
+    text = (
+        f"{workload}, {tasks} tasks, {rounds} rounds: untimed {untimed_ops:.0f} ops/s, "
+        f"timed {timed_ops:.0f} ops/s (medians); timing costs "
+        f"{data['overhead_pct']:.2f}%"
+    )
+    _emit(data, as_json, text, output)
+
+
+def _get(result: dict[str, Any], path: str) -> Any:
+    """Follow a dotted path into a result; None where anything is missing."""
+    value: Any = result
+    for key in path.split("."):
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def _pages_per(result: dict[str, Any], pages: str, calls: str) -> float | None:
+    """Pages per call from the pcp section, None if unmeasured or no calls."""
+    p, c = _get(result, f"pcp.{pages}"), _get(result, f"pcp.{calls}")
+    return p / c if p is not None and c else None
+
+
+COMPARED = (
+    ("ops/s", functools.partial(_get, path="throughput.ops_per_s")),
+    ("ops/s per task", functools.partial(_get, path="throughput.ops_per_task_per_s")),
+    ("fault avg ns", functools.partial(_get, path="latency_ns.fault.avg")),
+    ("fault p99 ns", functools.partial(_get, path="latency_ns.fault.p99")),
+    (
+        "zone->lock hold avg ns",
+        functools.partial(_get, path="lock_hold_ns.zone_lock.avg"),
+    ),
+    (
+        "zone->lock hold p99 ns",
+        functools.partial(_get, path="lock_hold_ns.zone_lock.p99"),
+    ),
+    (
+        "pages per refill",
+        functools.partial(_pages_per, pages="pages_refilled", calls="refills"),
+    ),
+    (
+        "pages per drain",
+        functools.partial(_pages_per, pages="pages_drained", calls="drains"),
+    ),
+)
+
+
+def compare_rows(
+    host_result: dict[str, Any], model_result: dict[str, Any]
+) -> list[list[Any]]:
+    """Return [metric, host, model, model/host] rows of two results."""
+    rows = []
+    for name, get in COMPARED:
+        h, m = get(host_result), get(model_result)
+        ratio = f"{m / h:.3f}" if h and m is not None else "n/a"
+        rows.append([name, h, m, ratio])
+    return rows
+
+
+@click.command(
+    "compare",
+    context_settings=CONTEXT,
+    short_help="The host engine and the model side by side.",
+)
+@click.option(
+    "--workload", required=True, metavar="W", help="Workload, e.g. page_fault1."
+)
+@click.option("--tasks", type=int, required=True, metavar="N", help="Tasks.")
+@click.option("--duration", type=float, metavar="S", help="Measured seconds.")
+@click.option("--warmup", type=float, metavar="S", help="Seconds run before measuring.")
+@click.option("--size-mib", type=int, metavar="M", help="Per-task mapping size.")
+@click.option(
+    "--model",
+    type=click.Choice(MODEL_ENGINES),
+    help="Model engine: sim if built, else native.",
+)
+@click.option(
+    "--machine",
+    metavar="NAME",
+    help="Machine profile for --model sim (this host's calibrated one).",
+)
+@_trace_options
+@_output_options
+def compare(
+    workload: str,
+    tasks: int,
+    duration: float | None,
+    warmup: float | None,
+    size_mib: int | None,
+    model: str | None,
+    machine: str | None,
+    trace_method: str,
+    trace_seconds: float,
+    burst_gap_ns: int,
+    as_json: bool,
+    output: str | None,
+) -> None:
+    """Run the workload on this kernel and on the model; print both and the ratio."""
+    _check_output(output)
+    sysctl.restore_pending()
+    if model is None:  # the simulator needs this host's calibrated profile
+        model = "sim" if machine is not None else "native"
+    common: dict[str, Any] = {"workload": workload, "tasks": tasks}
+    common.update(
+        {
+            k: v
+            for k, v in {
+                "duration_s": duration,
+                "warmup_s": warmup,
+                "size_mib": size_mib,
+            }.items()
+            if v is not None
+        }
+    )
+    model_spec = {**common, "engine": model}
+    if machine is not None:
+        from pcplab import machines  # the simulator's profiles
+
+        model_spec["machine"] = machines.load_profile(machine)
+    host_spec = {**common, "engine": "host"}
+    engine.engine_binary(model)
+    _guard([host_spec], trace_method, trace_seconds)
+    _guard([model_spec], "off", 0)
+    host_result = runner.run(
+        host_spec, trace_method=trace_method, trace_s=trace_seconds, gap_ns=burst_gap_ns
+    )
+    model_result = engine.run(model_spec)
+    rows = compare_rows(host_result, model_result)
+    data = {
+        "host": host_result,
+        "model": model_result,
+        "model_engine": model,
+        "rows": [
+            dict(zip(("metric", "host", model, "ratio"), r, strict=True)) for r in rows
+        ],
+    }
+    head = (
+        f"pcplab compare: {workload}, {tasks} tasks; host = this kernel "
+        f"({procfs.kernel_release()}), {model} = the model"
+    )
+    _emit(data, as_json, head + "\n" + report.format_compare(rows, model), output)
+    sys.stdout.flush()

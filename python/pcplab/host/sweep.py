@@ -1,0 +1,46 @@
+"""Sweeps of vm.percpu_pagelist_high_fraction: run a workload at each value.
+
+The sysctl is changed only inside a sysctl.Journal, so the original value
+comes back on success, on error, on SIGINT and SIGTERM, and (from the
+journal, by the next pcplab host command) after SIGKILL or a crash.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pcplab.errors import BadInput
+from pcplab.host import runner, sysctl
+
+
+def parse_fractions(text: str) -> list[int]:
+    """Parse "0,8,100,1000" into integers (the engine checks their range)."""
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise BadInput(
+            f"--high-fraction {text!r} is not a comma-separated list of integers; "
+            "give e.g. 0,8,100,1000"
+        ) from None
+    if not values:
+        raise BadInput("--high-fraction is empty; give e.g. 0,8,100,1000")
+    return values
+
+
+def sweep(
+    spec: dict[str, Any],
+    fractions: Sequence[int],
+    *,
+    journal: sysctl.Journal,
+    progress: Callable[[str], None] = lambda line: None,
+    **run_options: Any,
+) -> list[dict[str, Any]]:
+    """Run `spec` at each high fraction inside `journal`; return the points."""
+    points = []
+    for value in fractions:
+        journal.set(sysctl.HIGH_FRACTION, value)
+        progress(f"{sysctl.HIGH_FRACTION} = {value}: running {spec['workload']}")
+        result = runner.run({**spec, "high_fraction": value}, **run_options)
+        points.append({"high_fraction": value, "result": result})
+    return points

@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The sim engine: the machine of a profile, one virtual CPU per task (task
+ * i on CPU i, cores before SMT siblings, like will-it-scale), every
+ * workload driving the same allocator model in virtual time. Nothing
+ * depends on the host: the same spec and seed give the same result.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <pcplab/engine.h>
+#include <pcplab/workload.h>
+#include "sim.h"
+
+static const struct workload *run_wl;
+static int run_alloc_failed;
+
+/* Read the machine profile; the sim engine cannot run without one. */
+int engine_parse_machine(const cJSON *machine, struct spec *spec, char *err)
+{
+	if (!machine || cJSON_IsNull(machine)) {
+		snprintf(
+			err, ERRLEN,
+			"the sim engine needs a machine profile; see 'pcplab machines'");
+		return -1;
+	}
+	if (sim_machine_parse(machine, err))
+		return -1;
+	snprintf(spec->machine_name, sizeof(spec->machine_name), "%s",
+		 sim_machine.name);
+	return 0;
+}
+
+/* One task per CPU of the machine, unless the spec says otherwise. */
+int engine_default_tasks(void)
+{
+	return sim_machine.nr_cpus;
+}
+
+/* No more tasks than the machine has CPUs. */
+int engine_max_tasks(void)
+{
+	return sim_machine.nr_cpus;
+}
+
+/* The machine's memory. */
+unsigned long engine_default_memory_mib(void)
+{
+	return (unsigned long)(sim_machine.memory_gb * 1024);
+}
+
+/*
+ * Host memory a sim run needs: the struct pages of the sections its tasks
+ * touch (each zone grows a section at a time), coroutine stacks (a few
+ * pages of each touched), and per-CPU statistics and pagesets.
+ */
+unsigned long engine_memory_bytes(const struct spec *spec)
+{
+	unsigned long touched = 2UL * spec->tasks * (spec->size_mib << 20);
+	unsigned long sections = touched / (PAGES_PER_SECTION * PAGE_SIZE) +
+				 (unsigned long)sim_machine.numa_nodes * 2;
+
+	return sections * PAGES_PER_SECTION * sizeof(struct page) +
+	       (unsigned long)spec->tasks * (32 << 10) +
+	       (unsigned long)sim_machine.nr_cpus *
+		       (sizeof(struct cpu_stats) +
+			MAX_NR_ZONES * sizeof(struct per_cpu_pages)) +
+	       (64UL << 20);
+}
+
+/* The simulated machine. */
+cJSON *engine_machine_json(const struct spec *spec)
+{
+	return sim_machine_json();
+}
+
+static void task_main(void *arg)
+{
+	struct task *t = arg;
+
+	while (!t->stopped) {
+		if (task_iteration(run_wl, t)) {
+			run_alloc_failed = 1;
+			break;
+		}
+	}
+	if (!t->ops_at_deadline)
+		t->ops_at_deadline = t->ops;
+	task_exit(t);
+}
+
+/* The cost table of @cpu: slower when its SMT sibling also runs a task. */
+static void set_costs(struct vcpu *v, int tasks)
+{
+	int sib = cpu_sibling(v->hot.id);
+	double f =
+		sib != v->hot.id && sib < tasks ? sim_machine.smt_factor : 1.0;
+
+	for (int k = 0; k < NR_COST_KINDS; k++)
+		v->cost[k] = (u64)((double)sim_machine.cost[k] * f + 0.5);
+	v->hot.fault_var =
+		(u64)((double)v->cost[COST_FAULT_BASE] * sim_machine.work_cv);
+	v->hot.fault_fixed = v->cost[COST_FAULT_BASE] - v->hot.fault_var;
+}
+
+static int build_memory(const struct spec *spec, char *err)
+{
+	int nodes = sim_machine.numa_nodes, cpus = sim_machine.nr_cpus;
+	struct zone_desc zd[MAX_NUMNODES];
+	int *cpu_node = calloc((size_t)cpus, sizeof(int));
+
+	if (!cpu_node)
+		return -1;
+	for (int n = 0; n < nodes; n++) {
+		zd[n].node = n;
+		zd[n].type = ZONE_NORMAL;
+		zd[n].managed_pages = (spec->memory_mib << 8) / nodes;
+	}
+	for (int c = 0; c < cpus; c++)
+		cpu_node[c] = cpu_node_of(c);
+	if (free_area_init(zd, nodes, cpus, cpu_node) || sim_init(cpus)) {
+		snprintf(err, ERRLEN, "cannot build a %lu MiB machine",
+			 spec->memory_mib);
+		free(cpu_node);
+		return -1;
+	}
+	free(cpu_node);
+	return 0;
+}
+
+/* Run @spec on the simulated machine; fill @res. 0, or -1 with @err. */
+int engine_run(const struct spec *spec, struct run_result *res, char *err)
+{
+	u64 measure = (u64)(spec->warmup_s * 1e9);
+	u64 deadline = measure + (u64)(spec->duration_s * 1e9);
+	int nr_samples = (int)(spec->duration_s + 0.999999);
+	struct task *tasks;
+	unsigned long held = 0;
+
+	if (build_memory(spec, err))
+		return -1;
+	run_wl = find_workload(spec->workload);
+	run_alloc_failed = 0;
+	tasks = calloc((size_t)spec->tasks, sizeof(*tasks));
+	if (!tasks)
+		return -1;
+	nr_samples = min(nr_samples, MAX_SAMPLES);
+	if (spec->cross_free &&
+	    xfree_setup(tasks, spec->tasks, (spec->size_mib << 20) / PAGE_SIZE))
+		return -1;
+	for (int i = 0; i < spec->tasks; i++) {
+		struct task *t = &tasks[i];
+		struct vcpu *v = sim_vcpu(i);
+
+		t->cpu = i;
+		t->size_pages = (spec->size_mib << 20) / PAGE_SIZE;
+		t->stop = &t->stopped;
+		t->measure_ns = measure;
+		t->deadline_ns = deadline;
+		t->nr_samples = nr_samples;
+		t->samples = calloc((size_t)nr_samples + 1, sizeof(u64));
+		prandom_seed(&t->rnd, spec->seed * 1000003ULL + (u64)i);
+		if (!t->samples || task_mm_init(&t->mm, t->size_pages))
+			return -1;
+		set_costs(v, spec->tasks);
+		v->hot.jitter_rng = prandom_u64(&t->rnd) | 1;
+		sim_start(v, task_main, t);
+	}
+	sim_run();
+
+	for (int i = 0; i < spec->tasks; i++) {
+		struct task *t = &tasks[i];
+
+		res->ops += t->ops_at_deadline - t->ops_at_measure;
+		for (int s = 0; s < nr_samples; s++)
+			res->samples[s] += t->samples[s];
+		held += task_mm_held(&t->mm);
+	}
+	res->nr_samples = nr_samples;
+	res->duration_s = spec->duration_s;
+	res->alloc_failed = run_alloc_failed;
+
+	merge_cpu_stats(&res->total);
+	check_invariants(&res->inv, held);
+	drain_all_pages(NULL);
+	check_invariants(&res->inv_drained, held);
+	res->memmap_bytes = memmap_bytes();
+
+	xfree_teardown(tasks, spec->tasks);
+	for (int i = 0; i < spec->tasks; i++) {
+		task_mm_exit(&tasks[i].mm);
+		free(tasks[i].samples);
+	}
+	free(tasks);
+	sim_exit();
+	return 0;
+}

@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The sim platform: every model CPU is a coroutine with its own virtual
+ * clock (picoseconds). cost() advances the running CPU's clock; shared
+ * state (zone->lock, lru_lock) is touched only by the CPU with the
+ * smallest clock, so the run is a conservative discrete-event simulation
+ * and causality holds. Locks are FIFO queues like the kernel's queued
+ * spinlock: waiters spin, and the spinning time is the contention.
+ */
+#ifndef PCPLAB_ARCH_PLATFORM_H
+#define PCPLAB_ARCH_PLATFORM_H
+
+#define PCPLAB_PLATFORM "sim"
+
+struct vcpu;
+
+/* A virtual CPU (see sched.c): the fields the inline helpers need first. */
+struct vcpu_hot {
+	u64 clock; /* virtual time, picoseconds */
+	int id;
+	struct cpu_stats *stats;
+	const u64 *cost; /* ps per unit, per cost_kind */
+	u64 jitter_rng; /* xorshift state for the work jitter */
+	u64 fault_fixed, fault_var; /* fault work: fixed + var * Exp(1) */
+};
+
+/* Exp(1) at 256 evenly spaced quantiles, times 2^16 (sched.c). */
+extern const u32 exp_quantiles[256];
+
+extern struct vcpu_hot *current_vcpu;
+
+typedef struct {
+	struct vcpu *owner; /* NULL when free */
+	struct vcpu *head, *tail; /* FIFO of waiters */
+	int nr_waiters;
+	int last_cpu; /* where its cache lines are */
+	u64 acquired; /* when the owner got it (ps) */
+	int cls; /* enum lock_class */
+} spinlock_t;
+
+/*
+ * pcp->lock: only its own CPU takes it on the fast paths, so it is a flag;
+ * a failed trylock means the CPU already holds it (nested).
+ */
+typedef struct {
+	int locked;
+} pcp_lock_t;
+
+void spin_lock_init(spinlock_t *lock, enum lock_class cls);
+void spin_lock(spinlock_t *lock);
+void spin_unlock(spinlock_t *lock);
+bool spin_is_contended(spinlock_t *lock);
+void arch_init(void);
+void arch_set_cpu(int cpu);
+void stats_detach(void);
+
+static inline void pcp_lock_init(pcp_lock_t *lock, int cpu)
+{
+	lock->locked = 0;
+}
+
+static inline bool pcp_spin_trylock(pcp_lock_t *lock)
+{
+	if (lock->locked)
+		return false;
+	lock->locked = 1;
+	return true;
+}
+
+static inline void pcp_spin_lock(pcp_lock_t *lock)
+{
+	BUG_ON(lock->locked); /* one thread of control: it would never end */
+	lock->locked = 1;
+}
+
+static inline void pcp_spin_unlock(pcp_lock_t *lock)
+{
+	lock->locked = 0;
+}
+
+static inline bool need_resched(void)
+{
+	return false;
+}
+
+static inline int smp_processor_id(void)
+{
+	return current_vcpu->id;
+}
+
+static inline struct cpu_stats *this_cpu_stats(void)
+{
+	return current_vcpu->stats;
+}
+
+/* The running CPU's virtual time in nanoseconds. */
+static inline u64 now_ns(void)
+{
+	return current_vcpu->clock / 1000;
+}
+
+/*
+ * Charge @n units of @kind to the running CPU's clock. A fault's own work
+ * varies (cache misses, interrupts, the sibling thread): part of it is
+ * drawn from an exponential distribution, so that queues form at locks as
+ * they do on real machines and not with the regularity of a clockwork.
+ */
+static inline void cost(enum cost_kind kind, unsigned long n)
+{
+	struct vcpu_hot *v = current_vcpu;
+
+	if (kind == COST_FAULT_BASE && v->fault_var) {
+		u64 x = v->jitter_rng;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		v->jitter_rng = x;
+		v->clock += v->fault_fixed +
+			    ((v->fault_var * exp_quantiles[x >> 56]) >> 16);
+		return;
+	}
+	v->clock += v->cost[kind] * n;
+}
+
+/* How long the running CPU has held @lock. */
+static inline u64 spin_hold_ns(const spinlock_t *lock)
+{
+	return (current_vcpu->clock - lock->acquired) / 1000;
+}
+
+/* Spend @ns of virtual time (workloads with their own timing). */
+static inline void delay_ns(u64 ns)
+{
+	current_vcpu->clock += ns * 1000;
+}
+
+/* A simulated frame has no bytes: clearing it only costs time. */
+static inline void clear_page(struct page *page)
+{
+	cost(COST_CLEAR_PAGE, 1);
+}
+
+/* A COW copy reads one frame and writes another. */
+static inline void copy_page(struct page *to, const struct page *from)
+{
+	cost(COST_COPY_PAGE, 1);
+}
+
+/* Writing a whole page costs about what clearing it does. */
+static inline void write_page(struct page *page, size_t bytes)
+{
+	if (bytes >= PAGE_SIZE / 2)
+		cost(COST_CLEAR_PAGE, 1);
+}
+
+#endif

@@ -1,0 +1,289 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Virtual CPUs as coroutines (Boost.Context fcontext) and their scheduler.
+ *
+ * Each CPU runs until it is about to touch shared state; there it calls
+ * sim_sync(), which passes control to whichever runnable CPU has the
+ * smallest clock (ties by CPU number, so runs are deterministic). A CPU
+ * therefore only ever acts on shared state when no other CPU could still
+ * act on it earlier in virtual time: a conservative discrete-event
+ * simulation. CPUs waiting for a lock are not runnable; the releaser
+ * wakes them with the time they get the lock.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include <pcplab/mm.h>
+#include "sim.h"
+
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/asan_interface.h>
+#endif
+
+#define VCPU_STACK (128 * 1024)
+
+/* -ln(1 - (i + 0.5) / 256) * 65536: mean 1 within 0.2% */
+const u32 exp_quantiles[256] = {
+#include "exp_quantiles.h"
+};
+
+/* The engine's own context: not a CPU, but it can hold the clock at 0. */
+static struct vcpu main_vcpu;
+static struct cpu_stats main_stats;
+static const u64 no_cost[NR_COST_KINDS];
+struct vcpu_hot *current_vcpu = &main_vcpu.hot;
+
+static struct vcpu *vcpus;
+static int nr_vcpus;
+static struct vcpu **heap; /* runnable CPUs, min-heap on (clock, id) */
+static int heap_len;
+
+static inline bool before(const struct vcpu *a, const struct vcpu *b)
+{
+	return a->hot.clock < b->hot.clock ||
+	       (a->hot.clock == b->hot.clock && a->hot.id < b->hot.id);
+}
+
+static void heap_set(int i, struct vcpu *v)
+{
+	heap[i] = v;
+	v->heap_pos = i;
+}
+
+static void sift_down(int i)
+{
+	struct vcpu *v = heap[i];
+
+	for (;;) {
+		int c = 2 * i + 1;
+
+		if (c >= heap_len)
+			break;
+		if (c + 1 < heap_len && before(heap[c + 1], heap[c]))
+			c++;
+		if (!before(heap[c], v))
+			break;
+		heap_set(i, heap[c]);
+		i = c;
+	}
+	heap_set(i, v);
+}
+
+static void sift_up(int i)
+{
+	struct vcpu *v = heap[i];
+
+	while (i > 0) {
+		int p = (i - 1) / 2;
+
+		if (!before(v, heap[p]))
+			break;
+		heap_set(i, heap[p]);
+		i = p;
+	}
+	heap_set(i, v);
+}
+
+static void heap_push(struct vcpu *v)
+{
+	heap_set(heap_len++, v);
+	sift_up(heap_len - 1);
+}
+
+static struct vcpu *heap_pop(void)
+{
+	struct vcpu *top;
+
+	if (!heap_len)
+		return NULL;
+	top = heap[0];
+	top->heap_pos = -1;
+	if (--heap_len) {
+		heap_set(0, heap[heap_len]);
+		sift_down(0);
+	}
+	return top;
+}
+
+static inline struct vcpu *cur(void)
+{
+	return container_of(current_vcpu, struct vcpu, hot);
+}
+
+/* The statistics of a CPU past its measured window go nowhere. */
+void stats_detach(void)
+{
+	if (current_vcpu->id >= 0)
+		current_vcpu->stats = cpu_stats_sink(current_vcpu->id);
+}
+
+/* The CPU running now. */
+struct vcpu *sim_current(void)
+{
+	return cur();
+}
+
+static void switch_to(struct vcpu *next)
+{
+	struct vcpu *prev = cur();
+	transfer_t t;
+
+	current_vcpu = &next->hot;
+#ifdef __SANITIZE_ADDRESS__
+	void *fake;
+
+	__sanitizer_start_switch_fiber(prev->done ? NULL : &fake, next->stack,
+				       next->stack_size);
+#endif
+	t = jump_fcontext(next->ctx, prev);
+#ifdef __SANITIZE_ADDRESS__
+	__sanitizer_finish_switch_fiber(fake, NULL, NULL);
+#endif
+	((struct vcpu *)t.data)->ctx = t.fctx;
+	current_vcpu = &prev->hot;
+}
+
+/*
+ * Called before every access to shared state: if another runnable CPU is
+ * behind in virtual time, let it catch up first.
+ */
+void sim_sync(void)
+{
+	struct vcpu *me = cur(), *next;
+
+	if (!heap_len || !before(heap[0], me))
+		return;
+	next = heap[0];
+	next->heap_pos = -1;
+	heap_set(0, me);
+	sift_down(0);
+	switch_to(next);
+}
+
+/* Stop running until sim_wake(): the CPU waits in a lock queue. */
+void sim_block(void)
+{
+	struct vcpu *next = heap_pop();
+
+	BUG_ON(!next); /* every CPU waiting: a lock is never released */
+	switch_to(next);
+}
+
+/* Make a waiting CPU runnable again (its clock already set). */
+void sim_wake(struct vcpu *v)
+{
+	heap_push(v);
+}
+
+static void vcpu_entry(transfer_t t)
+{
+	struct vcpu *me;
+
+	((struct vcpu *)t.data)->ctx = t.fctx;
+#ifdef __SANITIZE_ADDRESS__
+	__sanitizer_finish_switch_fiber(NULL, NULL, NULL);
+#endif
+	me = cur();
+	me->fn(me->arg);
+	me->done = true;
+	switch_to(heap_len ? heap_pop() : &main_vcpu);
+	BUG_ON(1); /* a finished CPU is never resumed */
+}
+
+/* Create @n virtual CPUs with clocks at zero, none runnable yet. */
+int sim_init(int n)
+{
+	nr_vcpus = n;
+	vcpus = calloc((size_t)n, sizeof(*vcpus));
+	heap = calloc((size_t)n, sizeof(*heap));
+	if (!vcpus || !heap)
+		return -1;
+	heap_len = 0;
+	main_vcpu.hot.stats = &main_stats;
+	main_vcpu.hot.cost = no_cost;
+	main_vcpu.hot.id = -1;
+	for (int i = 0; i < n; i++) {
+		vcpus[i].hot.id = i;
+		vcpus[i].hot.stats = cpu_stats_of(i);
+		vcpus[i].hot.cost = vcpus[i].cost;
+		vcpus[i].heap_pos = -1;
+	}
+	current_vcpu = &main_vcpu.hot;
+	return 0;
+}
+
+/* Free the CPUs and their stacks. */
+void sim_exit(void)
+{
+	for (int i = 0; i < nr_vcpus; i++)
+		if (vcpus[i].stack)
+			munmap(vcpus[i].stack, vcpus[i].stack_size);
+	free(vcpus);
+	free(heap);
+	vcpus = NULL;
+	heap = NULL;
+	nr_vcpus = 0;
+	current_vcpu = &main_vcpu.hot;
+}
+
+/* The virtual CPU @id. */
+struct vcpu *sim_vcpu(int id)
+{
+	return &vcpus[id];
+}
+
+/* Give CPU @v a coroutine running fn(arg) and make it runnable. */
+void sim_start(struct vcpu *v, void (*fn)(void *), void *arg)
+{
+	v->stack_size = VCPU_STACK;
+	v->stack = mmap(NULL, v->stack_size, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	BUG_ON(v->stack == MAP_FAILED);
+	mprotect(v->stack, 4096, PROT_NONE); /* guard page */
+	v->fn = fn;
+	v->arg = arg;
+	v->ctx = make_fcontext((char *)v->stack + v->stack_size, v->stack_size,
+			       vcpu_entry);
+	heap_push(v);
+}
+
+/* Run every started CPU until all have finished. */
+void sim_run(void)
+{
+	struct vcpu *first = heap_pop();
+
+	if (first)
+		switch_to(first);
+}
+
+/* Bytes of coroutine stack reserved (for the memory estimate). */
+size_t sim_stack_bytes(void)
+{
+	return (size_t)nr_vcpus * VCPU_STACK;
+}
+
+/*
+ * Make the engine's context act as CPU @cpu (single-threaded drivers such
+ * as the property test: its clock is the CPU's, nothing is scheduled).
+ */
+void arch_set_cpu(int cpu)
+{
+	if (cpu >= 0 && !vcpus)
+		BUG_ON(sim_init(nr_cpu_ids));
+	current_vcpu = cpu < 0 ? &main_vcpu.hot : &vcpus[cpu].hot;
+}
+
+/*
+ * Before any profile is read: a free, flat machine (one socket of single-
+ * threaded cores, no costs), so single-threaded drivers such as the
+ * property test run the model with nothing charged.
+ */
+void arch_init(void)
+{
+	memset(&sim_machine, 0, sizeof(sim_machine));
+	sim_machine.sockets = sim_machine.numa_nodes = sim_machine.smt = 1;
+	sim_machine.cores_per_socket = sim_machine.nr_cpus = NR_CPUS;
+	sim_machine.ghz = 1;
+	sim_machine.smt_factor = 1;
+}

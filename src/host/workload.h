@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The host workload contract, after will-it-scale's tests/X.c files: each
+ * workload is one small file defining a struct host_workload whose
+ * iteration() maps, touches and unmaps real memory of the running kernel,
+ * counting its ops in a counter that the harness samples every second.
+ */
+#ifndef PCPLAB_HOST_WORKLOAD_H
+#define PCPLAB_HOST_WORKLOAD_H
+
+#include <stddef.h>
+
+#include <pcplab/histogram.h>
+
+/* The phases of a run; fault latencies are recorded per phase. */
+enum host_phase {
+	PHASE_WARMUP,
+	PHASE_MEASURE,
+	PHASE_TRACE,
+	NR_PHASES,
+};
+
+/* State every task reads: written by the harness only at phase changes. */
+struct host_control {
+	int phase; /* enum host_phase */
+	int stop; /* set when the run ends: tasks return promptly */
+} __attribute__((aligned(64)));
+
+/* One task: a process or a thread pinned to one CPU. */
+struct host_task {
+	int id; /* 0 .. tasks - 1 */
+	int cpu; /* the CPU it is pinned to, -1 if not pinned */
+	size_t size; /* bytes of one mapping */
+	size_t page_size;
+	int fd; /* the task's own file (file-backed workloads), or -1 */
+	bool timed; /* time the first touch of every page */
+	volatile u64 *ops; /* this task's counter in the shared page */
+	volatile u64 *pages; /* pages first-touched, for pages_per_s */
+	struct host_control *control;
+	struct hist *fault_ns; /* NR_PHASES histograms, in shared memory */
+	unsigned long cycle; /* iterations done, for workloads that vary */
+};
+
+struct host_workload {
+	const char *name;
+	const char *description; /* will-it-scale's testcase string */
+	unsigned long default_size_mib; /* per-task mapping size */
+	/* true if an op is one page first-touched (one counter serves both) */
+	bool ops_are_pages;
+	/* ops = counter >> ops_shift (stress-ng counts bogo ops as >> 12) */
+	unsigned int ops_shift;
+	/* Bytes of memory the run may hold at its peak, for @tasks tasks. */
+	u64 (*memory_bytes)(u64 size, int tasks);
+	/* Per-task setup before the start barrier; 0 or -errno. May be NULL. */
+	int (*setup)(struct host_task *t);
+	/* One map-touch-unmap cycle; 0, or -errno (the run then fails). */
+	int (*iteration)(struct host_task *t);
+};
+
+extern const struct host_workload host_page_fault1;
+extern const struct host_workload host_page_fault2;
+extern const struct host_workload host_page_fault3;
+extern const struct host_workload host_mmap_fill;
+extern const struct host_workload host_stress_vm;
+
+/* The workload called @name, or NULL. */
+const struct host_workload *host_find_workload(const char *name);
+/* "page_fault1, page_fault2, ..." for error messages. */
+const char *host_workload_names(void);
+
+/*
+ * First-touch every page of [@base, @base + @len) with a write of @value,
+ * timing each touch when the task is timed and counting a page (and, for
+ * ops_are_pages workloads, an op) per page. Returns the pages touched,
+ * fewer than asked when the run is stopping.
+ */
+size_t touch_pages(struct host_task *t, char *base, size_t len, char value);
+
+/* Create, size and unlink the task's file of @t->size bytes (will-it-scale's
+ * page_fault2/3 setup); 0 or -errno. */
+int host_task_file(struct host_task *t);
+
+/* u64 memory_bytes callback: @size bytes per task. */
+u64 one_mapping_per_task(u64 size, int tasks);
+
+static inline bool host_stopping(const struct host_task *t)
+{
+	return __atomic_load_n(&t->control->stop, __ATOMIC_RELAXED);
+}
+
+#endif

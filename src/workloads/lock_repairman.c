@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The machine-repairman check of the simulator itself: every task thinks
+ * for an exponential time (mean think_ns), takes one shared lock, holds it
+ * for an exponential time (mean hold_ns) and lets go. The lock is then a
+ * closed finite-source M/M/1//N queue whose utilisation and mean wait have
+ * closed forms; run it on a machine without cache-line costs. An op is one
+ * acquisition.
+ */
+#include <math.h>
+#include <stdio.h>
+
+#include <pcplab/workload.h>
+
+static double think_ns = 10000, hold_ns = 1000;
+static spinlock_t repair_lock;
+static bool repair_lock_ready;
+
+static u64 exp_ns(struct task *t, double mean)
+{
+	/* 53 random bits in (0, 1] */
+	double u = ((double)(prandom_u64(&t->rnd) >> 11) + 1.0) /
+		   9007199254740992.0;
+
+	return (u64)llround(-mean * log(u));
+}
+
+static int lock_repairman_iteration(struct task *t)
+{
+	if (!repair_lock_ready) {
+		spin_lock_init(&repair_lock, LOCK_TEST);
+		repair_lock_ready = true;
+	}
+	for (int i = 0; i < 8 && !task_should_stop(t); i++) {
+		delay_ns(exp_ns(t, think_ns));
+		spin_lock(&repair_lock);
+		delay_ns(exp_ns(t, hold_ns));
+		spin_unlock(&repair_lock);
+		WRITE_ONCE(t->ops, t->ops + 1);
+		this_cpu_stats()->ops++;
+	}
+	task_tick(t);
+	if (task_should_stop(t))
+		stats_detach();
+	return 0;
+}
+
+static int lock_repairman_configure(const cJSON *args, char *err)
+{
+	const char *keys[] = { "think_ns", "hold_ns" };
+	double *vals[] = { &think_ns, &hold_ns };
+
+	for (int i = 0; i < 2; i++) {
+		const cJSON *v =
+			cJSON_GetObjectItemCaseSensitive(args, keys[i]);
+
+		if (!v)
+			continue;
+		if (!cJSON_IsNumber(v) || v->valuedouble < 1 ||
+		    v->valuedouble > 1e12) {
+			snprintf(err, 256, "args.%s must be a number 1..1e12",
+				 keys[i]);
+			return -1;
+		}
+		*vals[i] = v->valuedouble;
+	}
+	repair_lock_ready = false;
+	return 0;
+}
+
+const struct workload lock_repairman_workload = {
+	.name = "lock_repairman",
+	.description = "exponential think, one shared lock, exponential hold",
+	.default_size_mib = 1,
+	.iteration = lock_repairman_iteration,
+	.configure = lock_repairman_configure,
+};
