@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include <pcplab/engine.h>
+#include <pcplab/hostinfo.h>
 #include <pcplab/workload.h>
 
 /* The result's name of each lock class. */
@@ -38,40 +39,10 @@ void merge_cpu_stats(struct cpu_stats *total)
 	}
 }
 
-static cJSON *log2_hist_json(const struct hist *h)
-{
-	u64 slots[65];
-	int top = hist_log2(h, slots);
-	cJSON *rows = cJSON_CreateArray();
-
-	for (int i = 1; i <= top; i++) {
-		cJSON *row = cJSON_CreateArray();
-		double lo = i == 1 ? 0 : (double)(1ULL << (i - 1));
-		double hi = i == 64 ? 18446744073709551615.0
-				    : (double)((1ULL << i) - 1);
-
-		cJSON_AddItemToArray(row, cJSON_CreateNumber(lo));
-		cJSON_AddItemToArray(row, cJSON_CreateNumber(hi));
-		cJSON_AddItemToArray(row, cJSON_CreateNumber((double)slots[i]));
-		cJSON_AddItemToArray(rows, row);
-	}
-	return rows;
-}
-
-/* {count, avg, p50, p99, max, log2_hist} of a latency histogram. */
+/* {count, total, avg, p50, p99, max, log2_hist} of a latency histogram. */
 static cJSON *latency_json(const struct hist *h)
 {
-	cJSON *o = cJSON_CreateObject();
-
-	cJSON_AddNumberToObject(o, "count", (double)h->count);
-	cJSON_AddNumberToObject(o, "total", (double)h->sum);
-	cJSON_AddNumberToObject(o, "avg",
-				h->count ? (double)(h->sum / h->count) : 0);
-	cJSON_AddNumberToObject(o, "p50", (double)hist_percentile(h, 50));
-	cJSON_AddNumberToObject(o, "p99", (double)hist_percentile(h, 99));
-	cJSON_AddNumberToObject(o, "max", (double)h->max);
-	cJSON_AddItemToObject(o, "log2_hist", log2_hist_json(h));
-	return o;
+	return hist_json(h, false);
 }
 
 /* The pagesets as configured: one entry per populated zone. */

@@ -10,45 +10,15 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <pcplab/hostinfo.h>
+
 #include "clock.h"
 #include "host.h"
-
-static cJSON *log2_hist_json(const struct hist *h)
-{
-	u64 slots[65];
-	int top = hist_log2(h, slots);
-	cJSON *rows = cJSON_CreateArray();
-
-	for (int i = 1; i <= top; i++) {
-		cJSON *row = cJSON_CreateArray();
-		double lo = i == 1 ? 0 : (double)(1ULL << (i - 1));
-		double hi = i == 64 ? 18446744073709551615.0
-				    : (double)((1ULL << i) - 1);
-
-		cJSON_AddItemToArray(row, cJSON_CreateNumber(lo));
-		cJSON_AddItemToArray(row, cJSON_CreateNumber(hi));
-		cJSON_AddItemToArray(row, cJSON_CreateNumber((double)slots[i]));
-		cJSON_AddItemToArray(rows, row);
-	}
-	return rows;
-}
 
 /* {count, total, avg, p50, p99, max, log2_hist}, or null if empty. */
 static cJSON *latency_json(const struct hist *h)
 {
-	cJSON *o;
-
-	if (!h->count)
-		return cJSON_CreateNull();
-	o = cJSON_CreateObject();
-	cJSON_AddNumberToObject(o, "count", (double)h->count);
-	cJSON_AddNumberToObject(o, "total", (double)h->sum);
-	cJSON_AddNumberToObject(o, "avg", (double)(h->sum / h->count));
-	cJSON_AddNumberToObject(o, "p50", (double)hist_percentile(h, 50));
-	cJSON_AddNumberToObject(o, "p99", (double)hist_percentile(h, 99));
-	cJSON_AddNumberToObject(o, "max", (double)h->max);
-	cJSON_AddItemToObject(o, "log2_hist", log2_hist_json(h));
-	return o;
+	return hist_json(h, true);
 }
 
 static cJSON *samples_json(const struct host_phase_result *r)
@@ -68,27 +38,6 @@ static cJSON *samples_json(const struct host_phase_result *r)
 	return list;
 }
 
-static void cpu_model(char *out, size_t len)
-{
-	char line[512];
-	FILE *f = fopen("/proc/cpuinfo", "r");
-
-	snprintf(out, len, "unknown");
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		char *colon = strchr(line, ':');
-
-		if (strncmp(line, "model name", 10) || !colon)
-			continue;
-		colon += 2;
-		colon[strcspn(colon, "\n")] = 0;
-		snprintf(out, len, "%s", colon);
-		break;
-	}
-	fclose(f);
-}
-
 static cJSON *machine_json(const struct host_spec *s, const struct host_run *r)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -96,7 +45,7 @@ static cJSON *machine_json(const struct host_spec *s, const struct host_run *r)
 	struct utsname u;
 	char model[256];
 
-	cpu_model(model, sizeof(model));
+	cpu_model_name(model, sizeof(model));
 	cJSON_AddStringToObject(o, "name", "host");
 	cJSON_AddStringToObject(o, "cpu_model", model);
 	cJSON_AddNumberToObject(o, "host_cpus",

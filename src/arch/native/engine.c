@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <pcplab/engine.h>
+#include <pcplab/hostinfo.h>
 #include <pcplab/workload.h>
 #include "native.h"
 
@@ -78,32 +79,13 @@ unsigned long engine_memory_bytes(const struct spec *spec)
 		       (sizeof(struct cpu_stats) + sizeof(struct task));
 }
 
-static void cpu_model(char *buf, size_t len)
-{
-	char line[512];
-	FILE *f = fopen("/proc/cpuinfo", "r");
-
-	snprintf(buf, len, "unknown");
-	while (f && fgets(line, sizeof(line), f)) {
-		char *colon = strchr(line, ':');
-
-		if (strncmp(line, "model name", 10) || !colon)
-			continue;
-		snprintf(buf, len, "%s", colon + 2);
-		buf[strcspn(buf, "\n")] = 0;
-		break;
-	}
-	if (f)
-		fclose(f);
-}
-
 /* The machine the run used: this host. */
 cJSON *engine_machine_json(const struct spec *spec)
 {
 	cJSON *o = cJSON_CreateObject();
 	char model[256];
 
-	cpu_model(model, sizeof(model));
+	cpu_model_name(model, sizeof(model));
 	cJSON_AddStringToObject(o, "name", "host");
 	cJSON_AddStringToObject(o, "cpu_model", model);
 	cJSON_AddNumberToObject(o, "host_cpus",

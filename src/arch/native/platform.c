@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include <pcplab/hostinfo.h>
 #include <pcplab/mm.h>
 #include "native.h"
 
@@ -43,32 +44,10 @@ void arch_set_cpu(int cpu)
 	current_stats = cpu_stats_of(cpu);
 }
 
-/* CLOCK_MONOTONIC in nanoseconds. */
+/* CLOCK_MONOTONIC in nanoseconds (where the TSC is not invariant). */
 u64 now_ns_slow(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (u64)ts.tv_sec * 1000000000ULL + (u64)ts.tv_nsec;
-}
-
-static bool cpu_has_invariant_tsc(void)
-{
-	char line[4096];
-	bool constant = false, nonstop = false;
-	FILE *f = fopen("/proc/cpuinfo", "r");
-
-	if (!f)
-		return false;
-	while (fgets(line, sizeof(line), f)) {
-		if (strncmp(line, "flags", 5))
-			continue;
-		constant = strstr(line, " constant_tsc") != NULL;
-		nonstop = strstr(line, " nonstop_tsc") != NULL;
-		break;
-	}
-	fclose(f);
-	return constant && nonstop;
+	return clock_monotonic_ns();
 }
 
 /*
@@ -79,26 +58,14 @@ static bool cpu_has_invariant_tsc(void)
  */
 void arch_init(void)
 {
-	struct timespec pause = { 0, 20 * 1000 * 1000 };
-	u64 t0, t1, c0, c1;
-
 #ifndef __SANITIZE_THREAD__
 	if (!pcp_lock_asymmetric &&
 	    !syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
 		     0, 0))
 		pcp_lock_asymmetric = true;
 #endif
-	if (tsc_usable || !cpu_has_invariant_tsc())
-		return;
-	t0 = now_ns_slow();
-	c0 = __rdtsc();
-	nanosleep(&pause, NULL);
-	t1 = now_ns_slow();
-	c1 = __rdtsc();
-	if (c1 <= c0)
-		return;
-	tsc_mult = (u64)(((unsigned __int128)(t1 - t0) << 32) / (c1 - c0));
-	tsc_usable = true;
+	if (!tsc_usable)
+		tsc_usable = tsc_calibrate(20, &tsc_mult, NULL);
 }
 
 static bool xchg_trylock(int *word)
