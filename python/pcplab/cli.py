@@ -469,6 +469,19 @@ cli.add_command(host)  # pcplab host info|run|sweep|restore|overhead
 cli.add_command(compare)
 
 
+@cli.command("calibrate", short_help="Measure this host; write its machine profile.")
+@click.option("--out", metavar="FILE", help="Where to write it (default: user dir).")
+@click.option("--name", default="host", show_default=True, help="Profile name.")
+def calibrate_command(out: str | None, name: str) -> None:
+    """Measure this host with the native engine and write its sim profile."""
+    from pcplab.calibrate import calibrate
+
+    _check_output_path(out)
+    path = calibrate(out, name)
+    ref = str(path) if out else name
+    click.echo(f"wrote {path}; use it with: pcplab run --engine sim --machine {ref}")
+
+
 def _usage_line(exc: click.UsageError) -> str:
     """Reduce a click usage error to one line saying where the allowed is told."""
     message = " ".join(exc.format_message().split()).rstrip(".")

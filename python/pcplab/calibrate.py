@@ -1,0 +1,141 @@
+"""`pcplab calibrate`: measure this host and write its sim machine profile.
+
+The topology comes from sysfs; the costs from measurements: the native
+engine's fast paths and zone->lock per-page costs (bench-fastpath), the
+hardware's page clear/copy and cache-line transfer (bench-hostcost), and,
+where the host engine runs, the kernel's own page fault (first-touch
+latency and throughput of page_fault1).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from pcplab import engine, machines
+from pcplab.errors import EngineError
+
+SYSFS_CPU = Path("/sys/devices/system/cpu")
+SYSFS_NODE = Path("/sys/devices/system/node")
+
+
+def _read(path: Path) -> str:
+    """Return a sysfs file's text, stripped ('' if unreadable)."""
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return ""
+
+
+def host_topology() -> dict[str, Any]:
+    """Return this host's topology in machine-profile form."""
+    packages, cores, threads = set(), set(), 0
+    for cpu in sorted(SYSFS_CPU.glob("cpu[0-9]*")):
+        topo = cpu / "topology"
+        if not topo.is_dir():
+            continue
+        threads += 1
+        package = _read(topo / "physical_package_id")
+        packages.add(package)
+        cores.add((package, _read(topo / "core_id")))
+    sockets = max(1, len(packages))
+    nodes = len(list(SYSFS_NODE.glob("node[0-9]*"))) or 1
+    mhz = 0.0
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("cpu MHz"):
+            mhz = float(line.split(":")[1])
+            break
+    mem_kb = 0
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            mem_kb = int(line.split()[1])
+    return {
+        "sockets": sockets,
+        "numa_nodes": nodes if nodes % sockets == 0 or sockets % nodes == 0 else 1,
+        "cores_per_socket": max(1, len(cores) // sockets),
+        "smt": max(1, threads // max(1, len(cores))),
+        "ghz": round(mhz / 1000, 2) if mhz else 2.0,
+        "memory_gb": max(1, round(mem_kb / 1024 / 1024)),
+    }
+
+
+def _bench(name: str, *args: str) -> dict[str, Any]:
+    """Run one of the installed bench programs; return its JSON."""
+    binary = engine.bin_dir() / name
+    proc = subprocess.run(
+        [binary, *args], capture_output=True, text=True, check=False, timeout=600
+    )
+    if proc.returncode:
+        raise EngineError(f"{name} failed: {proc.stderr.strip()[:200]}")
+    return json.loads(proc.stdout)
+
+
+def _kernel_fault() -> dict[str, float] | None:
+    """Time the kernel's own page fault with the host engine, if it runs."""
+    try:
+        result = engine.run(
+            {"engine": "host", "workload": "page_fault1", "tasks": 1, "duration_s": 2}
+        )
+    except Exception:  # noqa: BLE001 - no host engine: calibrate without it
+        return None
+    fault = (result.get("latency_ns") or {}).get("fault") or {}
+    ops = (result.get("throughput") or {}).get("ops_per_s")
+    if not fault.get("avg") or not ops:
+        return None
+    return {"fault_ns": float(fault["avg"]), "page_ns": 1e9 / float(ops)}
+
+
+def measure() -> dict[str, Any]:
+    """Measure this host; return the profile (without writing it)."""
+    fast = _bench("bench-fastpath")
+    hw = _bench("bench-hostcost")
+    per_page = {row["pages"]: row for row in fast["zone_lock_per_page_ns"]}[63]
+    pcp_half = fast["pcp_alloc_free_pair_ns"] / 2
+    costs = {
+        "clear_page_ns": hw["clear_page_ns"],
+        "copy_page_ns": hw["copy_page_ns"],
+        "pcp_alloc_ns": round(pcp_half, 2),
+        "pcp_free_ns": round(pcp_half, 2),
+        "buddy_alloc_page_ns": per_page["rmqueue_bulk"],
+        "buddy_free_page_ns": per_page["free_pcppages_bulk"],
+    }
+    kernel = _kernel_fault()
+    sources = ["bench-fastpath (native engine)", "bench-hostcost"]
+    if kernel is not None:
+        base = kernel["fault_ns"] - hw["clear_page_ns"] - pcp_half
+        costs["fault_base_ns"] = round(max(base, 0.0), 1)
+        rest = kernel["page_ns"] - kernel["fault_ns"] - pcp_half
+        costs["unmap_page_ns"] = round(max(rest, 0.0), 1)
+        sources.append("host engine page_fault1 (the kernel's own faults)")
+    topology = host_topology()
+    return {
+        "name": "host",
+        "description": f"{hw['cpu_model']}, calibrated on {platform.node()} "
+        f"({platform.release()}) {time.strftime('%Y-%m-%d')}",
+        "source": "pcplab calibrate: " + "; ".join(sources),
+        "topology": topology,
+        "constants": {
+            "xfer_socket_base_ns": hw["line_xfer_ns"],
+            "xfer_socket_sqrt_core_ns": 0,
+        },
+        "costs": costs,
+    }
+
+
+def calibrate(out: str | None, name: str) -> Path:
+    """Measure this host and write its profile to OUT or the user's dir."""
+    profile = measure()
+    profile["name"] = name
+    path = Path(out) if out else machines.user_dir() / f"{name}.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(tomli_w.dumps(profile))
+    os.replace(tmp, path)
+    return path
