@@ -44,3 +44,4 @@ test: setup
 run: setup
 	$(PCPLAB) pagesets --host
 	$(PCPLAB) run --engine native --workload page_fault1 --tasks 2 --duration 5
+	$(PCPLAB) fidelity --quick

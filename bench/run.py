@@ -10,13 +10,14 @@ these files (and from README/issue notes), never asserted in the test suite.
 from __future__ import annotations
 
 import json
+import os
 import platform
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from pcplab import engine
+from pcplab import engine, machines
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -44,7 +45,58 @@ def fastpath() -> dict:
     return result
 
 
-BENCHMARKS = {"fastpath": fastpath}
+def _timed_sim(machine: str, **spec: object) -> dict:
+    """Run pcplab-sim once; return its result with host CPU time and peak RSS."""
+    request = {"engine": "sim", "machine": machines.load_profile(machine), **spec}
+    proc = subprocess.Popen(
+        [engine.bin_dir() / "pcplab-sim", "run"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    proc.stdin.write(json.dumps(request).encode())
+    proc.stdin.close()
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        raise RuntimeError(f"pcplab-sim failed with status {proc.returncode}")
+    return {
+        "result": json.loads(out),
+        "cpu_s": usage.ru_utime + usage.ru_stime,
+        "max_rss_mib": usage.ru_maxrss / 1024,
+    }
+
+
+def sim() -> dict:
+    """Measure the simulator: real-time factor, page ops per host s, peak RSS."""
+    virtual = 2.0
+    sky = _timed_sim(
+        "skylake-ex",
+        workload="page_fault1",
+        kernel="4.18",
+        duration_s=virtual,
+        warmup_s=0.5,
+    )
+    pages = sky["result"]["throughput"]["pages_per_s"] * (virtual + 0.5)
+    meta = _timed_sim("meta-316cpu", workload="page_fault1", duration_s=0.5)
+    return {
+        "skylake_ex_page_fault1_192_tasks": {
+            "virtual_s": virtual + 0.5,
+            "host_cpu_s": round(sky["cpu_s"], 2),
+            "real_time_factor": round((virtual + 0.5) / sky["cpu_s"], 3),
+            "sim_page_ops_per_host_s": round(pages / sky["cpu_s"]),
+            "max_rss_mib": round(sky["max_rss_mib"], 1),
+        },
+        "meta_316cpu_page_fault1": {
+            "host_cpu_s": round(meta["cpu_s"], 2),
+            "max_rss_mib": round(meta["max_rss_mib"], 1),
+        },
+        "target_real_time_factor": 0.5,
+        "target_max_rss_mib": 3072,
+    }
+
+
+BENCHMARKS = {"fastpath": fastpath, "sim": sim}
 
 
 def main(argv: list[str]) -> int:

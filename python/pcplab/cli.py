@@ -469,6 +469,45 @@ cli.add_command(host)  # pcplab host info|run|sweep|restore|overhead
 cli.add_command(compare)
 
 
+@cli.command("fidelity", short_help="The model beside every published figure.")
+@click.argument("names", nargs=-1)
+@click.option("--quick", is_flag=True, help="Fewer rows, shorter runs.")
+@click.option("--jobs", type=int, default=2, show_default=True, help="Parallel runs.")
+@click.option("--out", metavar="FILE", help="Also write the Markdown to FILE.")
+@click.option("--json", "json_out", metavar="FILE", help="Write the rows as JSON.")
+def fidelity_command(
+    names: tuple[str, ...],
+    quick: bool,
+    jobs: int,
+    out: str | None,
+    json_out: str | None,
+) -> None:
+    """Run the reference experiments on the sim engine; print model vs published."""
+    from pcplab import fidelity
+
+    unknown = sorted(set(names) - set(fidelity.EXPERIMENTS))
+    if unknown:
+        raise BadInput(
+            f"unknown experiment {', '.join(unknown)}; "
+            f"known: {', '.join(fidelity.EXPERIMENTS)}"
+        )
+    if jobs < 1:
+        raise BadInput(f"--jobs {jobs} is out of range; allowed 1 or more")
+    for path in (out, json_out):
+        _check_output_path(path)
+    results = {
+        name: run_one(quick, jobs)
+        for name, run_one in fidelity.EXPERIMENTS.items()
+        if not names or name in names
+    }
+    text = fidelity.render_markdown(results)
+    click.echo(text)
+    if out:
+        Path(out).write_text(text + "\n")
+    if json_out:
+        Path(json_out).write_text(json.dumps(results, indent=1) + "\n")
+
+
 @cli.command("calibrate", short_help="Measure this host; write its machine profile.")
 @click.option("--out", metavar="FILE", help="Where to write it (default: user dir).")
 @click.option("--name", default="host", show_default=True, help="Profile name.")
