@@ -213,3 +213,14 @@ def test_relinquish_policies_bound_the_zone_lock_hold():
     assert dropped["batched"] == 0
     # batched frees at most batch (63) pages per hold
     assert holds["batched"] < holds["off"] / 10
+
+
+def test_tasks_on_one_node_spill_to_the_other_when_it_runs_short():
+    """A cpuset of node 0 allocates locally until node 0 is short, then remote."""
+    base = {"workload": "page_fault1", "nodes": [0], "duration_s": 0.3}
+    roomy = engine.run(sim_spec("broadwell-ep", **base))
+    assert roomy["tasks"] == 44
+    assert roomy["vmstat"]["numa_miss"] == 0
+    short = engine.run(sim_spec("broadwell-ep", **base, memory_mib=8192, size_mib=256))
+    assert short["vmstat"]["numa_miss"] > 0
+    assert short["invariants"]["pages_conserved"]

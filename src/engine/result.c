@@ -156,6 +156,8 @@ static void add_pcp(cJSON *root, const struct cpu_stats *t)
 	cJSON_AddNumberToObject(v, "pgfree", (double)t->events[PGFREE]);
 	cJSON_AddNumberToObject(v, "alloc_failures",
 				(double)t->events[ALLOC_FAIL]);
+	cJSON_AddNumberToObject(v, "numa_hit", (double)t->events[NUMA_HIT]);
+	cJSON_AddNumberToObject(v, "numa_miss", (double)t->events[NUMA_MISS]);
 }
 
 /* The whole result document of a run. */

@@ -99,6 +99,7 @@ static const char *const spec_keys[] = {
 	"args",
 	"mode",
 	"cross_free",
+	"nodes",
 };
 
 static int check_keys(const cJSON *o, char *err)
@@ -265,13 +266,13 @@ static int parse_sizes(const cJSON *o, struct spec *s, char *err)
 
 	if (get_int(o, "tasks", INT_MIN, INT_MAX, &v, &has, err))
 		return -1;
-	if (!has && !engine_default_tasks())
+	if (!has && !engine_default_tasks(s))
 		return fail(err, "tasks is required; allowed 1..%d",
-			    engine_max_tasks());
-	if (has && (v < 1 || v > engine_max_tasks()))
+			    engine_max_tasks(s));
+	if (has && (v < 1 || v > engine_max_tasks(s)))
 		return fail(err, "tasks %lld is out of range; allowed 1..%d", v,
-			    engine_max_tasks());
-	s->tasks = has ? (int)v : engine_default_tasks();
+			    engine_max_tasks(s));
+	s->tasks = has ? (int)v : engine_default_tasks(s);
 
 	if (get_num(o, "duration_s", 0, 86400, true, &d, &has, err))
 		return -1;
@@ -293,6 +294,31 @@ static int parse_sizes(const cJSON *o, struct spec *s, char *err)
 	if (get_int(o, "seed", 0, 1LL << 53, &v, &has, err))
 		return -1;
 	s->seed = has ? (u64)v : 1;
+	return 0;
+}
+
+/* The nodes whose CPUs take tasks, like a cpuset's mems and cpus. */
+static int parse_nodes(const cJSON *o, struct spec *s, char *err)
+{
+	const cJSON *list = cJSON_GetObjectItemCaseSensitive(o, "nodes");
+	const cJSON *n;
+
+	s->node_mask = ~0ULL;
+	if (!list || cJSON_IsNull(list))
+		return 0;
+	if (!cJSON_IsArray(list) || !cJSON_GetArraySize(list))
+		return fail(err,
+			    "nodes must be a non-empty list of node numbers");
+	s->node_mask = 0;
+	cJSON_ArrayForEach (n, list) {
+		if (!cJSON_IsNumber(n) || n->valuedouble < 0 ||
+		    n->valuedouble >= engine_nr_nodes() ||
+		    n->valuedouble != floor(n->valuedouble))
+			return fail(err, "nodes: %g is no node; allowed 0..%d",
+				    cJSON_IsNumber(n) ? n->valuedouble : -1,
+				    engine_nr_nodes() - 1);
+		s->node_mask |= 1ULL << (int)n->valuedouble;
+	}
 	return 0;
 }
 
@@ -363,8 +389,8 @@ int spec_parse(const char *text, struct spec *spec, char *err)
 	    parse_schedule(o, spec, err) || parse_knobs(o, spec, err) ||
 	    engine_parse_machine(cJSON_GetObjectItemCaseSensitive(o, "machine"),
 				 spec, err) ||
-	    parse_sizes(o, spec, err) || parse_args(o, spec, err) ||
-	    parse_mode(o, spec, err))
+	    parse_nodes(o, spec, err) || parse_sizes(o, spec, err) ||
+	    parse_args(o, spec, err) || parse_mode(o, spec, err))
 		goto out;
 	ret = 0;
 out:
@@ -435,5 +461,13 @@ cJSON *spec_to_json(const struct spec *s)
 		cJSON_AddItemToObject(o, "args", cJSON_Parse(s->args_json));
 	cJSON_AddStringToObject(o, "mode", s->threads ? "thread" : "process");
 	cJSON_AddBoolToObject(o, "cross_free", s->cross_free);
+	if (s->node_mask != ~0ULL) {
+		cJSON *nodes = cJSON_AddArrayToObject(o, "nodes");
+
+		for (int n = 0; n < 64; n++)
+			if (s->node_mask & (1ULL << n))
+				cJSON_AddItemToArray(nodes,
+						     cJSON_CreateNumber(n));
+	}
 	return o;
 }

@@ -254,7 +254,8 @@ static __always_inline struct page *
 get_page_from_freelist(unsigned int order, unsigned int alloc_flags,
 		       int migratetype)
 {
-	struct zone **z = NODE_DATA(cpu_to_node(smp_processor_id()))->zonelist;
+	struct pglist_data *local = NODE_DATA(cpu_to_node(smp_processor_id()));
+	struct zone **z = local->zonelist;
 
 	for (; *z; z++) {
 		struct zone *zone = *z;
@@ -274,8 +275,12 @@ get_page_from_freelist(unsigned int order, unsigned int alloc_flags,
 			continue;
 try_this_zone:
 		page = rmqueue(zone, order, migratetype, alloc_flags);
-		if (page)
+		if (page) {
+			count_event(zone->zone_pgdat == local ? NUMA_HIT
+							      : NUMA_MISS,
+				    1);
 			return page;
+		}
 	}
 	return NULL;
 }

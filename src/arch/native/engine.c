@@ -44,15 +44,21 @@ int engine_parse_machine(const cJSON *machine, struct spec *spec, char *err)
 }
 
 /* Native tasks are threads: the user says how many. */
-int engine_default_tasks(void)
+int engine_default_tasks(const struct spec *spec)
 {
 	return 0;
 }
 
 /* At most as many tasks as the model has CPUs. */
-int engine_max_tasks(void)
+int engine_max_tasks(const struct spec *spec)
 {
 	return NR_CPUS;
+}
+
+/* The native model has one node. */
+int engine_nr_nodes(void)
+{
+	return 1;
 }
 
 /* The host's memory, the default size of the model's zone. */

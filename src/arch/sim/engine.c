@@ -32,16 +32,36 @@ int engine_parse_machine(const cJSON *machine, struct spec *spec, char *err)
 	return 0;
 }
 
-/* One task per CPU of the machine, unless the spec says otherwise. */
-int engine_default_tasks(void)
+/* The CPUs that take tasks, in order (cores before SMT siblings). */
+static int placement(u64 node_mask, int *cpus)
 {
-	return sim_machine.nr_cpus;
+	int n = 0;
+
+	for (int c = 0; c < sim_machine.nr_cpus; c++)
+		if (node_mask & (1ULL << cpu_node_of(c))) {
+			if (cpus)
+				cpus[n] = c;
+			n++;
+		}
+	return n;
 }
 
-/* No more tasks than the machine has CPUs. */
-int engine_max_tasks(void)
+/* One task per CPU of the allowed nodes, unless the spec says otherwise. */
+int engine_default_tasks(const struct spec *spec)
 {
-	return sim_machine.nr_cpus;
+	return placement(spec->node_mask, NULL);
+}
+
+/* No more tasks than the allowed nodes have CPUs. */
+int engine_max_tasks(const struct spec *spec)
+{
+	return placement(spec->node_mask, NULL);
+}
+
+/* The machine's NUMA nodes. */
+int engine_nr_nodes(void)
+{
+	return sim_machine.numa_nodes;
 }
 
 /* The machine's memory. */
@@ -91,11 +111,14 @@ static void task_main(void *arg)
 }
 
 /* The cost table of @cpu: slower when its SMT sibling also runs a task. */
-static void set_costs(struct vcpu *v, int tasks)
+static void set_costs(struct vcpu *v, const int *cpus, int tasks)
 {
 	int sib = cpu_sibling(v->hot.id);
-	double f =
-		sib != v->hot.id && sib < tasks ? sim_machine.smt_factor : 1.0;
+	double f = 1.0;
+
+	for (int i = 0; i < tasks && sib != v->hot.id; i++)
+		if (cpus[i] == sib)
+			f = sim_machine.smt_factor;
 
 	for (int k = 0; k < NR_COST_KINDS; k++)
 		v->cost[k] = (u64)((double)sim_machine.cost[k] * f + 0.5);
@@ -137,23 +160,25 @@ int engine_run(const struct spec *spec, struct run_result *res, char *err)
 	int nr_samples = (int)(spec->duration_s + 0.999999);
 	struct task *tasks;
 	unsigned long held = 0;
+	int *cpus = calloc((size_t)sim_machine.nr_cpus, sizeof(int));
 
 	if (build_memory(spec, err))
 		return -1;
 	run_wl = find_workload(spec->workload);
 	run_alloc_failed = 0;
 	tasks = calloc((size_t)spec->tasks, sizeof(*tasks));
-	if (!tasks)
+	if (!tasks || !cpus)
 		return -1;
+	placement(spec->node_mask, cpus);
 	nr_samples = min(nr_samples, MAX_SAMPLES);
 	if (spec->cross_free &&
 	    xfree_setup(tasks, spec->tasks, (spec->size_mib << 20) / PAGE_SIZE))
 		return -1;
 	for (int i = 0; i < spec->tasks; i++) {
 		struct task *t = &tasks[i];
-		struct vcpu *v = sim_vcpu(i);
+		struct vcpu *v = sim_vcpu(cpus[i]);
 
-		t->cpu = i;
+		t->cpu = cpus[i];
 		t->size_pages = (spec->size_mib << 20) / PAGE_SIZE;
 		t->stop = &t->stopped;
 		t->measure_ns = measure;
@@ -163,7 +188,7 @@ int engine_run(const struct spec *spec, struct run_result *res, char *err)
 		prandom_seed(&t->rnd, spec->seed * 1000003ULL + (u64)i);
 		if (!t->samples || task_mm_init(&t->mm, t->size_pages))
 			return -1;
-		set_costs(v, spec->tasks);
+		set_costs(v, cpus, spec->tasks);
 		v->hot.jitter_rng = prandom_u64(&t->rnd) | 1;
 		sim_start(v, task_main, t);
 	}
@@ -193,6 +218,7 @@ int engine_run(const struct spec *spec, struct run_result *res, char *err)
 		free(tasks[i].samples);
 	}
 	free(tasks);
+	free(cpus);
 	sim_exit();
 	return 0;
 }

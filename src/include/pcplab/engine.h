@@ -33,6 +33,7 @@ struct spec {
 	u64 seed;
 	bool threads; /* tasks are threads of one process (mode "thread") */
 	bool cross_free; /* task 2k allocates, task 2k+1 frees */
+	u64 node_mask; /* nodes whose CPUs take tasks (a cpuset), bit per node */
 	char machine_name[64]; /* sim: the machine profile's name */
 	char args_json[512]; /* the workload's args, as given */
 	int nr_schedule;
@@ -73,8 +74,9 @@ int engine_run(const struct spec *spec, struct run_result *res, char *err);
 unsigned long engine_default_memory_mib(void);
 unsigned long engine_memory_bytes(const struct spec *spec);
 int engine_parse_machine(const cJSON *machine, struct spec *spec, char *err);
-int engine_default_tasks(void);
-int engine_max_tasks(void);
+int engine_default_tasks(const struct spec *spec);
+int engine_max_tasks(const struct spec *spec);
+int engine_nr_nodes(void);
 cJSON *engine_machine_json(const struct spec *spec);
 
 #endif

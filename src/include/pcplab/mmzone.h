@@ -163,6 +163,8 @@ enum pcp_stat_item {
 	PCP_BUDDY_FALLBACK, /* single pages taken/freed under zone->lock */
 	ZONE_LOCK_RELINQUISH, /* zone->lock drops inside a free batch */
 	ALLOC_FAIL, /* allocations that found no page */
+	NUMA_HIT, /* allocations served by the CPU's own node */
+	NUMA_MISS, /* ... by another node (the local one was short) */
 	NR_PCP_STAT_ITEMS
 };
 
