@@ -46,7 +46,7 @@ void set_pageblock_migratetype(struct page *page, int migratetype)
 {
 	struct zone *zone = page_zone(page);
 
-	zone->pageblock_flags[(page->pfn - zone->zone_start_pfn) >>
+	zone->pageblock_flags[(page_to_pfn(page) - zone->zone_start_pfn) >>
 			      pageblock_order] = (u8)migratetype;
 }
 
@@ -86,7 +86,7 @@ static void del_page_from_free_list(struct page *page, struct zone *zone,
 static void expand(struct zone *zone, struct page *page, unsigned int low,
 		   unsigned int high, int migratetype)
 {
-	unsigned long pfn = page->pfn;
+	unsigned long pfn = page_to_pfn(page);
 
 	while (high > low) {
 		high--;
@@ -145,7 +145,7 @@ static int find_suitable_fallback(struct zone *zone, unsigned int order,
 static void move_freepages_block(struct zone *zone, struct page *page,
 				 int old_mt, int mt)
 {
-	unsigned long start = page->pfn & ~(pageblock_nr_pages - 1);
+	unsigned long start = page_to_pfn(page) & ~(pageblock_nr_pages - 1);
 	unsigned long pfn = start;
 
 	while (pfn < start + pageblock_nr_pages) {
@@ -170,7 +170,7 @@ static void move_freepages_block(struct zone *zone, struct page *page,
 static unsigned long block_claimable_pages(struct page *page, int start_mt,
 					   int block_mt)
 {
-	unsigned long start = page->pfn & ~(pageblock_nr_pages - 1);
+	unsigned long start = page_to_pfn(page) & ~(pageblock_nr_pages - 1);
 	unsigned long free = 0, alike = 0, pfn = start;
 
 	while (pfn < start + pageblock_nr_pages) {
@@ -213,7 +213,8 @@ static struct page *try_to_claim_block(struct zone *zone,
 		account_freepages(zone, -(1L << current_order));
 		for (unsigned long i = 0; i < nr; i++)
 			set_pageblock_migratetype(
-				pfn_to_page(page->pfn + i * pageblock_nr_pages),
+				pfn_to_page(page_to_pfn(page) +
+					    i * pageblock_nr_pages),
 				start_mt);
 		expand(zone, page, order, current_order, start_mt);
 		page->order = (u8)order;

@@ -70,20 +70,20 @@ static unsigned long check_free_lists(struct invariant_report *r,
 					violation(
 						r,
 						"buddy: pfn %lu on order-%u list has state %u order %u",
-						page->pfn, o, page->state,
-						page->order);
+						page_to_pfn(page), o,
+						page->state, page->order);
 				if ((int)get_pageblock_migratetype(page) != mt)
 					violation(
 						r,
 						"buddy: pfn %lu on type-%d list, pageblock type %u",
-						page->pfn, mt,
+						page_to_pfn(page), mt,
 						get_pageblock_migratetype(
 							page));
-				mark_block(r, zone, seen, page->pfn, o,
+				mark_block(r, zone, seen, page_to_pfn(page), o,
 					   "buddy");
 				if (o < MAX_PAGE_ORDER) {
 					unsigned long b =
-						page->pfn ^ (1UL << o);
+						page_to_pfn(page) ^ (1UL << o);
 
 					if (b >= zone->zone_start_pfn &&
 					    b < zone->deferred_pfn &&
@@ -96,7 +96,8 @@ static unsigned long check_free_lists(struct invariant_report *r,
 						violation(
 							r,
 							"buddy: pfn %lu and its buddy %lu are free at order %u but not merged",
-							page->pfn, b, o);
+							page_to_pfn(page), b,
+							o);
 				}
 			}
 		}
@@ -131,10 +132,10 @@ static unsigned long check_pcp(struct invariant_report *r, struct zone *zone,
 				violation(
 					r,
 					"pcp: cpu %d pfn %lu on list %u has state %u order %u",
-					cpu, page->pfn, i, page->state,
+					cpu, page_to_pfn(page), i, page->state,
 					page->order);
-			mark_block(r, zone, seen, page->pfn, (unsigned)order,
-				   "pcp");
+			mark_block(r, zone, seen, page_to_pfn(page),
+				   (unsigned)order, "pcp");
 			pages += 1UL << order;
 		}
 	}

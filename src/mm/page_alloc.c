@@ -357,13 +357,13 @@ void free_pcppages_bulk(struct zone *zone, int count, struct per_cpu_pages *pcp,
 
 			/* as the kernel's prefetch_buddy(): the next merge */
 			prefetchw(page->lru.prev);
-			prefetchw(pfn_to_page(page->pfn ^ 1));
+			prefetchw(pfn_to_page(page_to_pfn(page) ^ 1));
 			list_del(&page->lru);
 			count -= nr_pages;
 			pcp->count -= nr_pages;
 			freed += nr_pages;
 			cost(COST_BUDDY_FREE_PAGE, nr_pages);
-			__free_one_page(page, page->pfn, zone, order,
+			__free_one_page(page, page_to_pfn(page), zone, order,
 					get_pfnblock_migratetype(zone, page),
 					FPI_NONE);
 			since_break += nr_pages;
@@ -600,7 +600,7 @@ void free_frozen_pages(struct page *page, unsigned int order)
 
 	if (!pcp_allowed_order(order)) {
 		count_event(PGFREE, 1UL << order);
-		free_one_page(zone, page, page->pfn, order, FPI_NONE);
+		free_one_page(zone, page, page_to_pfn(page), order, FPI_NONE);
 		return;
 	}
 	mt = pcp_free_migratetype(get_pfnblock_migratetype(zone, page));
@@ -608,7 +608,7 @@ void free_frozen_pages(struct page *page, unsigned int order)
 	if (!pcp) {
 		count_event(PGFREE, 1UL << order);
 		count_event(PCP_BUDDY_FALLBACK, 1);
-		free_one_page(zone, page, page->pfn, order, FPI_NONE);
+		free_one_page(zone, page, page_to_pfn(page), order, FPI_NONE);
 		return;
 	}
 	if (free_frozen_page_commit(zone, pcp, page, mt, order))
@@ -643,7 +643,7 @@ void free_unref_folios(struct page **pages, unsigned int nr)
 			if (!pcp) {
 				count_event(PGFREE, 1);
 				count_event(PCP_BUDDY_FALLBACK, 1);
-				free_one_page(zone, page, page->pfn, 0,
+				free_one_page(zone, page, page_to_pfn(page), 0,
 					      FPI_NONE);
 				continue;
 			}

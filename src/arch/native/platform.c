@@ -249,7 +249,7 @@ void native_frames_unmap(void)
 
 static inline void *page_address(const struct page *page)
 {
-	return frames + page->pfn * PAGE_SIZE;
+	return frames + page_to_pfn(page) * PAGE_SIZE;
 }
 
 /* Zero the page's real frame, as the kernel's clear_page(). */

@@ -31,8 +31,19 @@ int sparse_init(unsigned long max_pfn);
 void sparse_exit(void);
 void sparse_populate_section(unsigned long section_nr, struct zone *zone);
 bool pfn_section_present(unsigned long pfn);
-struct page *pfn_to_page(unsigned long pfn);
 struct zone *page_zone(const struct page *page);
+
+extern struct page *vmemmap;
+
+static inline struct page *pfn_to_page(unsigned long pfn)
+{
+	return vmemmap + pfn;
+}
+
+static inline unsigned long page_to_pfn(const struct page *page)
+{
+	return (unsigned long)(page - vmemmap);
+}
 unsigned long memmap_bytes(void);
 
 /* mm_init.c: zones, watermarks, pageset sizing */
@@ -147,8 +158,9 @@ static inline unsigned long zone_end_pfn(const struct zone *zone)
 static inline unsigned int get_pfnblock_migratetype(const struct zone *zone,
 						    const struct page *page)
 {
-	return zone->pageblock_flags[(page->pfn - zone->zone_start_pfn) >>
-				     pageblock_order];
+	return zone
+		->pageblock_flags[(page_to_pfn(page) - zone->zone_start_pfn) >>
+				  pageblock_order];
 }
 
 /* The page's pageblock migratetype (include/linux/pageblock-flags.h). */

@@ -48,12 +48,13 @@ enum page_state {
 };
 
 /*
- * struct page: one per 4 KiB frame, materialised a section at a time
- * (memmap.c) so that a 1 TiB machine costs only what its workload touches.
+ * struct page: one per 4 KiB frame, in a virtually contiguous memory map
+ * (memmap.c) that gets memory a section at a time, so that a 1 TiB machine
+ * costs only what its workload touches. 24 bytes: the map is what a
+ * simulation of hundreds of CPUs mostly waits for.
  */
 struct page {
 	struct list_head lru; /* buddy free list, PCP list, or LRU */
-	unsigned long pfn; /* the kernel derives it; the model stores it */
 	u8 state; /* enum page_state */
 	u8 order; /* buddy order (PAGE_BUDDY) or block order */
 	u8 alloc_mt; /* migratetype it was allocated as */
