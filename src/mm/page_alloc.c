@@ -216,8 +216,9 @@ static __always_inline struct page *rmqueue_pcplist(struct zone *zone,
 }
 
 /* Allocate one block straight from the buddy lists under zone->lock. */
-static struct page *rmqueue_buddy(struct zone *zone, unsigned int order,
-				  int migratetype, unsigned int alloc_flags)
+static __attribute__((noinline)) struct page *
+rmqueue_buddy(struct zone *zone, unsigned int order, int migratetype,
+	      unsigned int alloc_flags)
 {
 	struct page *page;
 
@@ -286,21 +287,31 @@ try_this_zone:
 }
 
 /*
- * Allocate a block of 2^@order pages of @migratetype for the current task.
- * There is no reclaim in the model: below the low watermark the request
- * retries at the min watermark and then fails.
+ * The slow path (__alloc_pages_slowpath): there is no reclaim in the
+ * model, so below the low watermark the request retries at the min
+ * watermark and then fails. Out of line, to keep the fast path short.
  */
+static __attribute__((noinline)) struct page *
+alloc_pages_slowpath(unsigned int order, int migratetype)
+{
+	struct page *page;
+
+	page = get_page_from_freelist(order, ALLOC_WMARK_MIN, migratetype);
+	if (!page)
+		count_event(ALLOC_FAIL, 1);
+	return page;
+}
+
+/* Allocate a block of 2^@order pages of @migratetype for the current task. */
 struct page *alloc_pages(unsigned int order, int migratetype)
 {
 	struct page *page;
 
 	page = get_page_from_freelist(order, ALLOC_WMARK_LOW, migratetype);
-	if (!page)
-		page = get_page_from_freelist(order, ALLOC_WMARK_MIN,
-					      migratetype);
-	if (!page) {
-		count_event(ALLOC_FAIL, 1);
-		return NULL;
+	if (unlikely(!page)) {
+		page = alloc_pages_slowpath(order, migratetype);
+		if (!page)
+			return NULL;
 	}
 	/* racing with lockless PageBuddy() reads of a merging CPU: READ_ONCE */
 	WRITE_ONCE(page->state, PAGE_HELD);
