@@ -44,4 +44,4 @@ test: setup
 run: setup
 	$(PCPLAB) pagesets --host
 	$(PCPLAB) run --engine native --workload page_fault1 --tasks 2 --duration 5
-	$(PCPLAB) fidelity --quick
+	$(PCPLAB) reproduce all --quick --out report

@@ -6,3 +6,7 @@ try:
     __version__ = version("pcplab")
 except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0+unknown"
+
+from pcplab.api import Result, run  # noqa: E402  (the Python API)
+
+__all__ = ["Result", "run", "__version__"]

@@ -13,7 +13,9 @@ import click
 from pcplab import engine, machines
 from pcplab.errors import BadInput, EngineError, InvariantViolation, PcplabError
 from pcplab.host.cli import compare, host, run_on_host
+from pcplab.reproduce import reproduce_command
 from pcplab.summary import format_summary, format_table
+from pcplab.sweep import sweep_command
 
 MIB = 1 << 20
 GIB = 1 << 30
@@ -337,6 +339,11 @@ def pagesets(
     is_flag=True,
     help="Task 2k allocates, task 2k+1 frees its pages (purge threads).",
 )
+@click.option(
+    "--nodes",
+    metavar="N[,N...]",
+    help="Place tasks only on these NUMA nodes' CPUs (a cpuset).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result JSON.")
 @click.option("--output", metavar="FILE", help="Also write the result JSON to FILE.")
 def run(
@@ -358,6 +365,7 @@ def run(
     seed: int | None,
     mode: str | None,
     cross_free: bool,
+    nodes: str | None,
     as_json: bool,
     output: str | None,
 ) -> None:
@@ -396,6 +404,13 @@ def run(
         spec["no_free_scaling"] = True
     if cross_free:
         spec["cross_free"] = True
+    if nodes is not None:
+        try:
+            spec["nodes"] = [int(n) for n in nodes.split(",")]
+        except ValueError:
+            raise BadInput(
+                f"--nodes {nodes!r} is not a list of node numbers; e.g. --nodes 0,1"
+            ) from None
     if engine_name == "host":  # the running kernel: python/pcplab/host
         run_on_host(spec, as_json=as_json, output=output)
         return
@@ -467,6 +482,8 @@ def machines_command(name: str | None, as_json: bool) -> None:
 
 cli.add_command(host)  # pcplab host info|run|sweep|restore|overhead
 cli.add_command(compare)
+cli.add_command(reproduce_command)  # pcplab reproduce [NAME|all]
+cli.add_command(sweep_command)  # pcplab sweep --param KEY=V1,V2 ...
 
 
 @cli.command("fidelity", short_help="The model beside every published figure.")

@@ -11,26 +11,13 @@ from __future__ import annotations
 
 import csv
 import os
-from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+import tomllib
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pcplab import engine, machines
+from pcplab import engine, machines, sweep
 from pcplab.errors import BadInput
-
-AARON_MACHINES = {
-    "Skylake-EX": "skylake-ex",
-    "Broadwell-EP": "broadwell-ep",
-    "Haswell-Desktop": "haswell-desktop",
-}
-YING_MACHINES = {
-    "Sapphire Rapids Server": "sapphire-rapids",
-    "Coffee Lake Desktop": "coffee-lake-desktop",
-}
-# Huang Ying's mail does not say how many page_fault1 tasks ran; the
-# per-task figure it reports suggests a lightly loaded machine.
-YING_TASKS = 8
 
 
 def reference_dir() -> Path:
@@ -56,6 +43,42 @@ def reference_rows(name: str) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
+def experiments_dir() -> Path:
+    """Find experiments/: $PCPLAB_EXPERIMENTS, or in or beside the checkout."""
+    candidates = [
+        Path(os.environ.get("PCPLAB_EXPERIMENTS", "/nonexistent")),
+        Path.cwd() / "experiments",
+        Path(__file__).resolve().parents[2] / "experiments",
+        reference_dir().parent.parent / "main" / "experiments",
+    ]
+    for path in candidates:
+        if (path / "aaron2018.toml").is_file():
+            return path
+    raise BadInput(
+        "cannot find experiments/; run from the repository or set "
+        "PCPLAB_EXPERIMENTS to it"
+    )
+
+
+def load_experiment(name: str) -> dict[str, Any]:
+    """Return experiments/NAME.toml as a dict (its name added)."""
+    path = experiments_dir() / f"{name}.toml"
+    with open(path, "rb") as f:
+        spec = tomllib.load(f)
+    spec["name"] = name
+    return spec
+
+
+def _mode(exp: dict[str, Any], quick: bool) -> dict[str, Any]:
+    """Return the experiment's [quick] or [full] table."""
+    return exp["quick" if quick else "full"]
+
+
+def sim_spec(machine: str, **spec: Any) -> dict[str, Any]:
+    """Return a sim spec on MACHINE's profile (loaded where it runs)."""
+    return {"engine": "sim", "machine": machine, **spec}
+
+
 def sim(machine: str, **spec: Any) -> dict[str, Any]:
     """Run the sim engine on MACHINE's profile; return the result."""
     return engine.run(
@@ -70,77 +93,86 @@ def error_pct(model: float, published: float) -> float | None:
     return 100.0 * (model - published) / published
 
 
-def _parallel(jobs: Iterable[Callable[[], Any]], workers: int) -> list[Any]:
-    """Run independent engine runs on WORKERS threads (each is a process)."""
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(lambda job: job(), jobs))
+def _run(
+    name: str, specs: list[dict[str, Any]], workers: int, scheduler: Any
+) -> list[dict[str, Any]]:
+    """Run the specs of experiment NAME in parallel, with a progress bar."""
+    return sweep.run_specs(specs, workers, scheduler=scheduler, desc=name)
 
 
-def aaron2018(quick: bool, workers: int) -> list[dict[str, Any]]:
+def aaron2018(
+    quick: bool,
+    workers: int,
+    *,
+    scheduler: Any = None,
+    extra_machines: Sequence[str] = (),
+) -> list[dict[str, Any]]:
     """Run page_fault1, 4.18, one task per CPU, batch 31..511, three machines."""
-    rows = reference_rows("aaron2018_page_fault1_batch_sweep")
-    if quick:
-        keep = {31, 63, 127, 511}
+    exp = load_experiment("aaron2018")
+    mode = _mode(exp, quick)
+    rows = reference_rows(exp["reference"])
+    if "batch" in mode:
+        keep = set(mode["batch"])
         rows = [r for r in rows if int(r["batch"]) in keep]
-    duration = 0.6 if quick else 1.5
-
-    def job(row: dict[str, str]) -> Callable[[], dict[str, Any]]:
-        return lambda: sim(
-            AARON_MACHINES[row["machine"]],
-            workload="page_fault1",
-            kernel="4.18",
-            batch=int(row["batch"]),
-            duration_s=duration,
-            warmup_s=0.5,
-        )
-
-    results = _parallel([job(r) for r in rows], workers)
+    batches = sorted({int(r["batch"]) for r in rows})
+    profiles = [(r["machine"], exp["machines"][r["machine"]], r) for r in rows]
+    for extra in [*exp.get("extra_machines", []), *extra_machines]:
+        profiles += [(extra, extra, {"batch": str(b)}) for b in batches]
+    base_spec = {**exp["spec"], "duration_s": mode["duration_s"]}
+    specs = [
+        sim_spec(profile, **base_spec, batch=int(row["batch"]))
+        for _, profile, row in profiles
+    ]
+    results = _run("aaron2018", specs, workers, scheduler)
     base: dict[str, float] = {}
     out = []
-    for row, res in zip(rows, results, strict=True):
+    for (label, _, row), res in zip(profiles, results, strict=True):
         score = res["throughput"]["ops_per_s"]
-        base.setdefault(row["machine"], score)
+        base.setdefault(label, score)
         c = res["contention"]
+
+        def published(key: str, row: dict[str, str] = row) -> float | None:
+            return float(row[key]) if key in row else None
+
         out.append(
             {
-                "machine": row["machine"],
+                "machine": label,
                 "batch": int(row["batch"]),
                 "score": score,
-                "score_published": float(row["score"]),
-                "change_pct": 100.0 * (score / base[row["machine"]] - 1),
-                "change_published": float(row["change_pct"]),
+                "score_published": published("score"),
+                "change_pct": 100.0 * (score / base[label] - 1),
+                "change_published": published("change_pct"),
                 "zone_contention": c["zone_lock_pct"],
-                "zone_published": float(row["zone_contention_pct"]),
+                "zone_published": published("zone_contention_pct"),
                 "lru_contention": c["lru_lock_pct"],
-                "lru_published": float(row["lru_contention_pct"]),
+                "lru_published": published("lru_contention_pct"),
                 "total_contention": c["total_pct"],
-                "total_published": float(row["total_contention_pct"]),
+                "total_published": published("total_contention_pct"),
             }
         )
     return out
 
 
-def ying2023(quick: bool, workers: int) -> list[dict[str, Any]]:
+def ying2023(
+    quick: bool, workers: int, *, scheduler: Any = None
+) -> list[dict[str, Any]]:
     """Run the 2023 debug kernel (high = 2 x batch, no free scaling) per batch."""
-    rows = reference_rows("ying2023_batch_latency")
-    if quick:
-        rows = [r for r in rows if int(r["batch"]) in (63, 511, 2047)]
-
-    def job(row: dict[str, str]) -> Callable[[], dict[str, Any]]:
-        batch = int(row["batch"])
-        return lambda: sim(
-            YING_MACHINES[row["machine"]],
-            workload="page_fault1",
-            kernel="6.6",
-            batch=batch,
-            high=2 * batch,
-            no_free_scaling=True,
-            tasks=YING_TASKS,
-            duration_s=0.5 if quick else 1.0,
-            warmup_s=0.3,
+    exp = load_experiment("ying2023")
+    mode = _mode(exp, quick)
+    rows = reference_rows(exp["reference"])
+    if "batch" in mode:
+        rows = [r for r in rows if int(r["batch"]) in set(mode["batch"])]
+    specs = [
+        sim_spec(
+            exp["machines"][row["machine"]],
+            **exp["spec"],
+            batch=int(row["batch"]),
+            high=exp["high_per_batch"] * int(row["batch"]),
+            duration_s=mode["duration_s"],
         )
-
-    results = _parallel([job(r) for r in rows], workers)
+        for row in rows
+    ]
+    results = _run("ying2023", specs, workers, scheduler)
     out = []
     for row, res in zip(rows, results, strict=True):
         hold = res["lock_hold_ns"]
@@ -163,90 +195,143 @@ def ying2023(quick: bool, workers: int) -> list[dict[str, Any]]:
     return out
 
 
-def yafang2024(quick: bool, workers: int) -> list[dict[str, Any]]:
-    """Run ten parallel 6 GiB mmap_fill on the EPYC VM, scale max 5 and 0."""
-    rows = reference_rows("yafang2024_rmqueue_bulk_summary")
-
-    def job(row: dict[str, str]) -> Callable[[], dict[str, Any]]:
-        return lambda: sim(
-            "epyc-7w83-vm",
-            workload="mmap_fill",
-            tasks=10,
-            size_mib=6144,
-            scale_max=int(row["pcp_batch_scale_max"]),
-            duration_s=2.0 if quick else 6.0,
-            warmup_s=1.0,
+def published_histograms(exp: dict[str, Any]) -> dict[int, list[list[int]]]:
+    """Return the published funclatency rows [[lo, hi, count]] per scale max."""
+    hists: dict[int, list[list[int]]] = {}
+    for row in reference_rows(exp["histograms"]):
+        hists.setdefault(int(row["pcp_batch_scale_max"]), []).append(
+            [int(row["bucket_lo_ns"]), int(row["bucket_hi_ns"]), int(row["count"])]
         )
+    return hists
 
-    results = _parallel([job(r) for r in rows], workers)
+
+def yafang2024(
+    quick: bool, workers: int, *, scheduler: Any = None
+) -> list[dict[str, Any]]:
+    """Run ten parallel 6 GiB mmap_fill on the EPYC VM, scale max 5 and 0."""
+    exp = load_experiment("yafang2024")
+    rows = reference_rows(exp["reference"])
+    published = published_histograms(exp)
+    specs = [
+        sim_spec(
+            exp["machine"],
+            **exp["spec"],
+            scale_max=int(row["pcp_batch_scale_max"]),
+            duration_s=_mode(exp, quick)["duration_s"],
+        )
+        for row in rows
+    ]
+    results = _run("yafang2024", specs, workers, scheduler)
     out = []
     for row, res in zip(rows, results, strict=True):
-        lat = res["latency_ns"]["rmqueue_bulk"]
+        lat = res["latency_ns"][exp["function"]]
+        scale_max = int(row["pcp_batch_scale_max"])
         out.append(
             {
-                "scale_max": int(row["pcp_batch_scale_max"]),
+                "scale_max": scale_max,
                 "avg_ns": lat["avg"],
                 "avg_published": float(row["avg_ns"]),
                 "log2_hist": lat["log2_hist"],
                 "count": lat["count"],
+                "total_ns": lat.get("total", lat["avg"] * lat["count"]),
+                "count_published": int(row["count"]),
+                "total_published": int(row["total_ns"]),
+                "log2_hist_published": published.get(scale_max, []),
             }
         )
     return out
 
 
-def hahn2025(quick: bool, workers: int) -> list[dict[str, Any]]:
-    """Run stress-ng vm with relinquish off and contended on the 36-CPU box."""
-    rows = [
-        r
-        for r in reference_rows("hahn2025_relinquish_stress_ng")
-        if r["metric"] == "bogo ops/s (real)"
-    ]
-    runs = []
+MS = 1_000_000
+
+
+def holds_over(hist: Sequence[Sequence[int]], bound_ns: int) -> int:
+    """Count holds in log2 buckets that lie wholly at or above BOUND_NS."""
+    return sum(int(count) for lo, _, count in hist if int(lo) >= bound_ns)
+
+
+def _hold_fields(res: dict[str, Any]) -> dict[str, Any]:
+    """Return the zone->lock hold figures of one run: max, >1 ms, >10 ms."""
+    hold = res["lock_hold_ns"]["zone_lock"]
+    hist = hold.get("log2_hist") or []
+    return {
+        "max_hold_us": hold["max"] / 1000,
+        "holds_over_1ms": holds_over(hist, MS),
+        "holds_over_10ms": holds_over(hist, 10 * MS),
+        "hold_hist": hist,
+    }
+
+
+def hahn2025(
+    quick: bool, workers: int, *, scheduler: Any = None
+) -> list[dict[str, Any]]:
+    """Run stress-ng vm with relinquish off, contended and batched."""
+    exp = load_experiment("hahn2025")
+    mode = _mode(exp, quick)
+    policies = exp["policies"]
+    rows = [r for r in reference_rows(exp["reference"]) if r["metric"] == exp["metric"]]
+    cases = []
     for row in rows:
         words = row["stress_ng_args"].split()
-        workers_n = int(words[words.index("--vm") + 1])
+        tasks = int(words[words.index("--vm") + 1])
         total_gb = int(words[words.index("--vm-bytes") + 1].rstrip("G"))
-        size = total_gb * 1024 // workers_n
-        for policy in ("off", "contended"):
-            runs.append((row, policy, workers_n, size))
-
-    def job(run: tuple) -> Callable[[], dict[str, Any]]:
-        _, policy, n, size = run
-        return lambda: sim(
-            "small-36cpu",
-            workload="stress_vm",
-            tasks=n,
+        cases.append((exp["reference_machine"], row, tasks, total_gb * 1024 // tasks))
+    specs = [
+        sim_spec(
+            machine,
+            **exp["spec"],
+            tasks=tasks,
             size_mib=size,
             relinquish=policy,
-            duration_s=1.0 if quick else 3.0,
-            warmup_s=0.5,
+            duration_s=mode["duration_s"],
         )
-
-    results = _parallel([job(r) for r in runs], workers)
+        for machine, _, tasks, size in cases
+        for policy in policies
+    ]
+    for extra in exp.get("model_only", []):
+        cases.append((extra["machine"], {"stress_ng_args": extra["args"]}, None, 0))
+        specs += [
+            sim_spec(
+                extra["machine"],
+                **exp["spec"],
+                size_mib=extra["size_mib"],
+                relinquish=policy,
+                duration_s=mode["model_only_duration_s"],
+            )
+            for policy in policies
+        ]
+    results = _run("hahn2025", specs, workers, scheduler)
     out = []
-    for i, row in enumerate(rows):
-        off, contended = results[2 * i], results[2 * i + 1]
-        a = off["throughput"]["ops_per_s"]
-        b = contended["throughput"]["ops_per_s"]
-        out.append(
-            {
-                "args": row["stress_ng_args"],
-                "bogo_ops_s_off": a,
-                "bogo_ops_s_contended": b,
-                "delta_pct": 100.0 * (b - a) / a,
-                "delta_published": float(row["delta_pct"]),
-                "max_hold_off_us": off["lock_hold_ns"]["free_pcppages_bulk"]["max"]
-                / 1000,
-                "max_hold_contended_us": contended["lock_hold_ns"][
-                    "free_pcppages_bulk"
-                ]["max"]
-                / 1000,
-            }
+    for i, (machine, row, _, _) in enumerate(cases):
+        runs = dict(zip(policies, results[i * len(policies) :], strict=False))
+        a = runs["off"]["throughput"]["ops_per_s"]
+        entry: dict[str, Any] = {
+            "machine": machine,
+            "args": row["stress_ng_args"],
+            "delta_published": float(row["delta_pct"]) if "delta_pct" in row else None,
+        }
+        for policy, res in runs.items():
+            b = res["throughput"]["ops_per_s"]
+            entry[f"bogo_ops_s_{policy}"] = b
+            if policy != "off":
+                entry[f"delta_{policy}_pct"] = 100.0 * (b - a) / a if a else None
+            for key, value in _hold_fields(res).items():
+                entry[f"{key}_{policy}"] = value
+        # The names of earlier reports: contended against off.
+        entry["bogo_ops_s_off"] = a
+        entry["delta_pct"] = entry.get("delta_contended_pct")
+        entry["max_hold_off_us"] = (
+            runs["off"]["lock_hold_ns"]["free_pcppages_bulk"]["max"] / 1000
         )
+        if "contended" in runs:
+            entry["max_hold_contended_us"] = (
+                runs["contended"]["lock_hold_ns"]["free_pcppages_bulk"]["max"] / 1000
+            )
+        out.append(entry)
     return out
 
 
-EXPERIMENTS: dict[str, Callable[[bool, int], list[dict[str, Any]]]] = {
+EXPERIMENTS: dict[str, Callable[..., list[dict[str, Any]]]] = {
     "aaron2018": aaron2018,
     "ying2023": ying2023,
     "yafang2024": yafang2024,
@@ -258,6 +343,11 @@ def _err(model: float, published: float) -> str:
     """Format the relative error, or n/a where the published figure is 0."""
     e = error_pct(model, published)
     return "n/a" if e is None else f"{e:+.1f}%"
+
+
+def _opt(value: float | None, fmt: str, unit: str = "") -> str:
+    """Format VALUE with FMT and UNIT, or n/a where there is none."""
+    return "n/a" if value is None else f"{value:{fmt}}{unit}"
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
@@ -279,6 +369,8 @@ def render_markdown(results: dict[str, list[dict[str, Any]]]) -> str:
         ]
         rows = []
         for r in results["aaron2018"]:
+            if r["score_published"] is None:  # a profile beyond the thread's
+                continue
             rows.append(
                 [
                     r["machine"],
@@ -310,7 +402,8 @@ def render_markdown(results: dict[str, list[dict[str, Any]]]) -> str:
             "## ying2023: high = 2 x batch, free scaling off (52166607ecc9)",
             "",
             f"Per-task pages/s and zone->lock hold in us (model / published); "
-            f"{YING_TASKS} tasks (the mail does not say how many).",
+            f"{load_experiment('ying2023')['spec']['tasks']} tasks "
+            "(the mail does not say how many).",
             "",
         ]
         rows = []
@@ -372,12 +465,30 @@ def render_markdown(results: dict[str, list[dict[str, Any]]]) -> str:
         ]
         rows = [
             [
+                r["machine"],
                 r["args"],
-                f"{r['delta_pct']:+.3f}% / {r['delta_published']:+.3f}%",
+                f"{r['delta_pct']:+.3f}% / " + _opt(r["delta_published"], "+.3f", "%"),
+                _opt(r.get("delta_batched_pct"), "+.3f", "%"),
                 f"{r['max_hold_off_us']:.0f} -> {r['max_hold_contended_us']:.0f}",
+                f"{r['max_hold_us_off']:.0f} / {r['max_hold_us_contended']:.0f}"
+                + (
+                    f" / {r['max_hold_us_batched']:.0f}"
+                    if "max_hold_us_batched" in r
+                    else ""
+                ),
             ]
             for r in results["hahn2025"]
         ]
-        lines += _table(["stress-ng", "delta", "max free hold us"], rows)
+        lines += _table(
+            [
+                "machine",
+                "stress-ng",
+                "delta",
+                "delta batched",
+                "max free hold us",
+                "max zone->lock hold us (off / contended / batched)",
+            ],
+            rows,
+        )
         lines.append("")
     return "\n".join(lines)

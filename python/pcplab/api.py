@@ -1,0 +1,88 @@
+"""The Python API: `pcplab.run(spec)` returns a `Result` that becomes a DataFrame.
+
+>>> import pcplab
+>>> r = pcplab.run({"engine": "sim", "machine": "skylake-ex",
+...                 "workload": "page_fault1", "batch": 63, "duration_s": 0.5})
+>>> r.to_dataframe()            # one row per latency / lock-hold metric
+>>> r.to_dataframe(flat=True)   # one row, every scalar field
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from pcplab import sweep
+
+# The result sections of docs/engine-protocol.md whose entries are metrics.
+METRIC_SECTIONS = ("latency_ns", "lock_hold_ns")
+METRIC_COLUMNS = ("section", "name", "count", "total", "avg", "p50", "p99", "max")
+
+
+class Result(Mapping[str, Any]):
+    """One engine run's result JSON (docs/engine-protocol.md), read-only."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.data = data
+
+    def __getitem__(self, key: str) -> Any:
+        return self.data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.data)
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __repr__(self) -> str:
+        spec = self.data.get("spec", {})
+        return (
+            f"Result(engine={self.data.get('engine')!r}, "
+            f"workload={spec.get('workload')!r}, tasks={self.data.get('tasks')!r})"
+        )
+
+    def flat(self) -> dict[str, Any]:
+        """Return every scalar field keyed by its dotted path (lists left out)."""
+        out: dict[str, Any] = {}
+
+        def walk(prefix: str, value: Any) -> None:
+            if isinstance(value, dict):
+                for key, item in value.items():
+                    walk(f"{prefix}.{key}" if prefix else key, item)
+            elif not isinstance(value, list):
+                out[prefix] = value
+
+        walk("", self.data)
+        return out
+
+    def metrics(self) -> list[dict[str, Any]]:
+        """Return one row per latency and lock-hold metric (METRIC_COLUMNS)."""
+        rows = []
+        for section in METRIC_SECTIONS:
+            for name, stats in (self.data.get(section) or {}).items():
+                if not isinstance(stats, dict):
+                    continue
+                row = {"section": section, "name": name}
+                row.update({k: stats.get(k) for k in METRIC_COLUMNS[2:]})
+                rows.append(row)
+        return rows
+
+    def to_dataframe(self, flat: bool = False) -> Any:
+        """Return a pandas DataFrame: a row per metric, or one flat row."""
+        import pandas as pd
+
+        if flat:
+            return pd.DataFrame([self.flat()])
+        return pd.DataFrame(self.metrics(), columns=list(METRIC_COLUMNS))
+
+
+def run(spec: dict[str, Any], **keys: Any) -> Result:
+    """Run SPEC (plus KEYS) on its engine and return the Result.
+
+    A sim `machine` may be given by profile name; the engine defaults to sim
+    when a machine is named, else to native.
+    """
+    spec = {**spec, **keys}
+    if "engine" not in spec:
+        spec["engine"] = "sim" if "machine" in spec else "native"
+    return Result(sweep.run_one(spec))

@@ -1,0 +1,96 @@
+"""The Python API (`pcplab.run` -> Result) and runs on a local Dask cluster."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import pcplab as lab
+from pcplab import api, sweep
+
+SPEC = {
+    "engine": "sim",
+    "machine": "haswell-desktop",
+    "workload": "page_fault1",
+    "batch": 63,
+    "duration_s": 0.1,
+    "warmup_s": 0,
+}
+
+
+def test_run_to_dataframe() -> None:
+    """The metric DataFrame has a row per latency/hold metric equal to the JSON."""
+    result = lab.run(SPEC)
+    assert isinstance(result, api.Result)
+    assert result["spec"]["batch"] == 63
+    df = result.to_dataframe()
+    assert list(df.columns) == list(api.METRIC_COLUMNS)
+    expected = [
+        (section, name)
+        for section in api.METRIC_SECTIONS
+        for name in result[section]
+        if isinstance(result[section][name], dict)
+    ]
+    assert list(zip(df["section"], df["name"], strict=True)) == expected
+    for row in df.itertuples():
+        stats = result[row.section][row.name]
+        assert (row.count, row.avg, row.p99, row.max) == (
+            stats["count"],
+            stats["avg"],
+            stats["p99"],
+            stats["max"],
+        )
+    flat = result.to_dataframe(flat=True)
+    assert len(flat) == 1
+    ops = result["throughput"]["ops_per_s"]
+    assert flat.loc[0, "throughput.ops_per_s"] == pytest.approx(ops)
+    assert flat.loc[0, "spec.batch"] == 63
+
+
+def test_run_is_deterministic_and_matches_cli(pcplab, tmp_path: Path) -> None:
+    """pcplab.run gives the same result JSON as `pcplab run --engine sim`."""
+    out = tmp_path / "r.json"
+    proc = pcplab(
+        *("run", "--engine", "sim", "--machine", "haswell-desktop"),
+        *("--workload", "page_fault1", "--batch", 63, "--duration", 0.1),
+        *("--warmup", 0, "--output", out),
+    )
+    assert proc.returncode == 0, proc.stderr
+    cli = json.loads(out.read_text())
+    assert lab.run(SPEC)["throughput"] == cli["throughput"]
+
+
+def test_dask_matches_local() -> None:
+    """A tiny grid on a local Dask cluster gives the same results as locally."""
+    distributed = pytest.importorskip("dask.distributed")
+    specs = [
+        {**SPEC, **point}
+        for point in sweep.grid([("batch", [31, 127]), ("kernel", ["6.6", "6.18"])])
+    ]
+    local = sweep.run_specs(specs, 2)
+    with distributed.LocalCluster(
+        n_workers=2, processes=False, dashboard_address=None
+    ) as cluster:
+        remote = sweep.run_specs(specs, scheduler=cluster.scheduler_address)
+    assert remote == local
+
+
+def test_example_script(tmp_path: Path) -> None:
+    """examples/batch_sweep.py runs and writes its CSV."""
+    script = Path(__file__).resolve().parents[1] / "examples" / "batch_sweep.py"
+    out = tmp_path / "sweep.csv"
+    proc = subprocess.run(
+        [sys.executable, str(script), "--duration", "0.05", "--csv", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = out.read_text().splitlines()
+    assert lines[0].startswith("batch,")
+    assert len(lines) == 1 + 3
