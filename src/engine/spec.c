@@ -111,8 +111,17 @@ static int check_keys(const cJSON *o, char *err)
 
 		for (size_t i = 0; i < ARRAY_SIZE(spec_keys); i++)
 			known |= !strcmp(item->string, spec_keys[i]);
-		if (!known)
-			return fail(err, "unknown spec key '%s'", item->string);
+		if (!known) {
+			char allowed[ERRLEN] = "";
+
+			for (size_t i = 0; i < ARRAY_SIZE(spec_keys); i++)
+				snprintf(allowed + strlen(allowed),
+					 sizeof(allowed) - strlen(allowed),
+					 "%s%s", i ? ", " : "", spec_keys[i]);
+			return fail(err,
+				    "unknown spec key '%s'; allowed: %.400s",
+				    item->string, allowed);
+		}
 	}
 	return 0;
 }

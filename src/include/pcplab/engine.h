@@ -12,7 +12,7 @@
 
 #define MAX_SCHEDULE 32
 #define MAX_SAMPLES 4096
-#define ERRLEN 256
+#define ERRLEN 512
 
 struct spec {
 	char engine[16];
