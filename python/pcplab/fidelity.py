@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import os
+import platform
 import tomllib
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -239,7 +240,54 @@ def yafang2024(
                 "log2_hist_published": published.get(scale_max, []),
             }
         )
+    host = _yafang_on_this_kernel(exp, quick)
+    if host is not None:
+        out.append(host)
     return out
+
+
+def _yafang_on_this_kernel(exp: dict[str, Any], quick: bool) -> dict[str, Any] | None:
+    """Run the same mmap_fill, scaled to fit, on this kernel (root only).
+
+    This kernel offers no entry-to-return timing of rmqueue_bulk here
+    (no kprobes or fentry), so the histogram is of the tracepoint bursts
+    of refills: first to last kmem:mm_page_alloc_zone_locked event with
+    percpu_refill=1 on one CPU, an approximation of the zone->lock hold.
+    """
+    host = exp.get("host")
+    if not host or os.geteuid() != 0 or "host" not in engine.built_engines():
+        return None
+    from pcplab.cli import mem_available_bytes
+    from pcplab.host.cli import execute_run
+
+    cpus = os.cpu_count() or 1
+    size = max(16, int(mem_available_bytes() * host["memory_share"] / cpus) >> 20)
+    res = execute_run(
+        {
+            "engine": "host",
+            "workload": host["workload"],
+            "tasks": cpus,
+            "size_mib": size,
+            "warmup_s": host["warmup_s"],
+            "duration_s": host["quick_duration_s" if quick else "full_duration_s"],
+        }
+    )
+    lat = (res.get("latency_ns") or {}).get(exp["function"])
+    method = "entry to return"
+    if not lat:
+        lat = ((res.get("tracing") or {}).get("refill") or {}).get("span_ns")
+        method = "refill burst span, " + str((res.get("tracing") or {}).get("method"))
+    if not lat or not lat.get("count"):
+        return None
+    return {
+        "scale_max": f"kernel ({platform.release()}, {cpus} x {size} MiB)",
+        "host": True,
+        "method": method,
+        "avg_ns": lat["avg"],
+        "log2_hist": lat["log2_hist"],
+        "count": lat["count"],
+        "total_ns": lat.get("total", lat["avg"] * lat["count"]),
+    }
 
 
 MS = 1_000_000
@@ -453,6 +501,7 @@ def render_markdown(results: dict[str, list[dict[str, Any]]]) -> str:
                 r["count"],
             ]
             for r in results["yafang2024"]
+            if not r.get("host")
         ]
         lines += _table(["scale max", "avg ns", "error", "calls"], rows)
         lines.append("")

@@ -108,6 +108,15 @@ def text_yafang2024(rows: list[dict[str, Any]], function: str = "rmqueue_bulk") 
     """Return the funclatency histograms, model then published, per scale max."""
     out = []
     for r in rows:
+        if r.get("host"):
+            out.append(f"this host's {r['scale_max']}: {function} ({r['method']})")
+            out.append(
+                format_funclatency(
+                    r["log2_hist"], total=r["total_ns"], count=r["count"]
+                )
+            )
+            out.append("")
+            continue
         out.append(
             f"pcp_batch_scale_max {r['scale_max']}: model funclatency {function} "
             f"(avg error {_err(r['avg_ns'], r['avg_published'])})"
@@ -240,11 +249,20 @@ def tables(name: str, rows: list[dict[str, Any]]) -> dict[str, list[dict[str, An
     if name == "yafang2024":
         hist = []
         for r in rows:
+            if r.get("host"):
+                hist += _hist_rows(
+                    "kernel", "scale_max", r["scale_max"], r["log2_hist"]
+                )
+                continue
             hist += _hist_rows("model", "scale_max", r["scale_max"], r["log2_hist"])
             hist += _hist_rows(
                 "published", "scale_max", r["scale_max"], r["log2_hist_published"]
             )
-        summary = [_with_errors(r, {"avg_ns": "avg_published"}) for r in rows]
+        summary = [
+            _with_errors(r, {"avg_ns": "avg_published"})
+            for r in rows
+            if not r.get("host")
+        ]
         return {f"{name}_summary": summary, f"{name}_histogram": hist}
     if name == "hahn2025":
         holds = []
@@ -375,6 +393,9 @@ def plots(name: str, rows: list[dict[str, Any]], out: Path) -> list[Path]:
     if name == "yafang2024":
         series = []
         for r in rows:
+            if r.get("host"):
+                series.append((f"this kernel ({r['method']})", r["log2_hist"]))
+                continue
             series.append((f"model, scale max {r['scale_max']}", r["log2_hist"]))
             series.append(
                 (f"published, scale max {r['scale_max']}", r["log2_hist_published"])
