@@ -59,6 +59,9 @@ def host_experiment(
             )[0]
             for engine_name, res in (("host", kernel), (exp["model_engine"], model)):
                 lat = (res.get("latency_ns") or {}).get("rmqueue_bulk") or {}
+                if not lat:  # the kernel's refills from tracepoint bursts
+                    refill = (res.get("tracing") or {}).get("refill") or {}
+                    lat = refill.get("span_ns") or {}
                 rows.append(
                     {
                         "workload": workload,
