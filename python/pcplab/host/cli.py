@@ -77,6 +77,15 @@ def run_on_host(spec: dict[str, Any], *, as_json: bool, output: str | None) -> N
     _emit(result, as_json, report.format_host_summary(result), output)
 
 
+def _with_options(
+    func: Callable[..., Any], options: list[Callable[..., Any]]
+) -> Callable[..., Any]:
+    """Apply click OPTIONS to FUNC in the order they are listed."""
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
 @click.group("host", context_settings=CONTEXT)
 @click.pass_context
 def host(ctx: click.Context) -> None:
@@ -123,9 +132,7 @@ def _workload_options(func: Callable[..., Any]) -> Callable[..., Any]:
             help="Do not time first touches (no fault latency).",
         ),
     ]
-    for option in reversed(options):
-        func = option(func)
-    return func
+    return _with_options(func, options)
 
 
 def _trace_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -154,9 +161,7 @@ def _trace_options(func: Callable[..., Any]) -> Callable[..., Any]:
             help="Tracepoints further apart than this start a new burst.",
         ),
     ]
-    for option in reversed(options):
-        func = option(func)
-    return func
+    return _with_options(func, options)
 
 
 def _output_options(func: Callable[..., Any]) -> Callable[..., Any]:
