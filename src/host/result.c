@@ -40,16 +40,9 @@ static cJSON *samples_json(const struct host_phase_result *r)
 
 static cJSON *machine_json(const struct host_spec *s, const struct host_run *r)
 {
-	cJSON *o = cJSON_CreateObject();
+	cJSON *o = host_machine_json();
 	cJSON *cpus = cJSON_CreateArray();
 	struct utsname u;
-	char model[256];
-
-	cpu_model_name(model, sizeof(model));
-	cJSON_AddStringToObject(o, "name", "host");
-	cJSON_AddStringToObject(o, "cpu_model", model);
-	cJSON_AddNumberToObject(o, "host_cpus",
-				(double)sysconf(_SC_NPROCESSORS_ONLN));
 	cJSON_AddNumberToObject(o, "allowed_cpus", r->nr_allowed);
 	if (!uname(&u))
 		cJSON_AddStringToObject(o, "kernel", u.release);

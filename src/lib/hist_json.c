@@ -2,8 +2,11 @@
 /*
  * A latency histogram as result JSON: {count, total, avg, p50, p99, max,
  * log2_hist}, the log2 rows in bcc funclatency's slots ([lo, hi, count],
- * slot 1 = 0..1, slot i = 2^(i-1)..2^i-1, up to the last non-empty one).
+ * slot 1 = 0..1, slot i = 2^(i-1)..2^i-1, up to the last non-empty one),
+ * and the host's identity shared by the engines that run on it.
  */
+#include <unistd.h>
+
 #include <pcplab/hostinfo.h>
 
 static cJSON *log2_hist_json(const struct hist *h)
@@ -42,5 +45,19 @@ cJSON *hist_json(const struct hist *h, bool null_if_empty)
 	cJSON_AddNumberToObject(o, "p99", (double)hist_percentile(h, 99));
 	cJSON_AddNumberToObject(o, "max", (double)h->max);
 	cJSON_AddItemToObject(o, "log2_hist", log2_hist_json(h));
+	return o;
+}
+
+/* A machine object naming this host: name, CPU model, online CPUs. */
+cJSON *host_machine_json(void)
+{
+	cJSON *o = cJSON_CreateObject();
+	char model[256];
+
+	cpu_model_name(model, sizeof(model));
+	cJSON_AddStringToObject(o, "name", "host");
+	cJSON_AddStringToObject(o, "cpu_model", model);
+	cJSON_AddNumberToObject(o, "host_cpus",
+				(double)sysconf(_SC_NPROCESSORS_ONLN));
 	return o;
 }

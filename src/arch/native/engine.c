@@ -88,14 +88,7 @@ unsigned long engine_memory_bytes(const struct spec *spec)
 /* The machine the run used: this host. */
 cJSON *engine_machine_json(const struct spec *spec)
 {
-	cJSON *o = cJSON_CreateObject();
-	char model[256];
-
-	cpu_model_name(model, sizeof(model));
-	cJSON_AddStringToObject(o, "name", "host");
-	cJSON_AddStringToObject(o, "cpu_model", model);
-	cJSON_AddNumberToObject(o, "host_cpus",
-				(double)sysconf(_SC_NPROCESSORS_ONLN));
+	cJSON *o = host_machine_json();
 	cJSON_AddNumberToObject(o, "model_cpus", spec->tasks);
 	cJSON_AddNumberToObject(o, "nodes", 1);
 	cJSON_AddNumberToObject(o, "memory_mib", (double)spec->memory_mib);

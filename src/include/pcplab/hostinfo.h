@@ -19,5 +19,6 @@ bool tsc_calibrate(unsigned int ms, u64 *mult, double *hz);
 
 /* lib/hist_json.c */
 cJSON *hist_json(const struct hist *h, bool null_if_empty);
+cJSON *host_machine_json(void);
 
 #endif
