@@ -290,7 +290,10 @@ static int parse_sizes(const cJSON *o, struct spec *s, char *err)
 		return -1;
 	s->warmup_s = has ? d : fmin(1.0, s->duration_s / 4);
 
-	if (get_int(o, "memory_mib", 16, 1LL << 30, &v, &has, err))
+	/* the model's memory map reaches 8 TiB (memmap.c) */
+	if (get_int(o, "memory_mib", 16,
+		    (long long)(sparse_max_pages() >> (20 - PAGE_SHIFT)), &v,
+		    &has, err))
 		return -1;
 	s->memory_mib = has ? (unsigned long)v : engine_default_memory_mib();
 	if (get_int(o, "size_mib", 1, 1 << 20, &v, &has, err))

@@ -7,41 +7,96 @@
  * to the buddy allocator (deferred_grow_zone()), so a model of a 1 TiB
  * machine costs memory in proportion to what its workload touches.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 
 #include <pcplab/mm.h>
 
 struct page *vmemmap;
-static size_t vmemmap_len;
+char *list_base;
+static size_t region_len;
+static size_t memblock_used;
 static struct zone **section_zone; /* the zone of each present section */
 static unsigned long nr_mem_sections;
 static unsigned long nr_present_sections;
 
-/* Reserve the memory map for pfns below @max_pfn. */
+/*
+ * The region list links reach (list.h): 32-bit offsets in 8-byte units.
+ * Its first MEMBLOCK_BYTES hold the structures that contain list heads
+ * (memblock_alloc()), the memory map follows. Only touched pages cost
+ * memory. With 16-byte struct pages the map covers 8 TiB less a little.
+ */
+#define LIST_REACH (8ULL << 32)
+#define MEMBLOCK_BYTES (256UL << 20)
+
+/* The largest memory, in pages, whose map the list links reach. */
+unsigned long sparse_max_pages(void)
+{
+	return (unsigned long)((LIST_REACH - MEMBLOCK_BYTES) /
+			       sizeof(struct page));
+}
+
+/*
+ * Reserve the list region and the memory map for pfns below @max_pfn.
+ * -E2BIG if the map is beyond the links' reach.
+ */
 int sparse_init(unsigned long max_pfn)
 {
+	size_t vmemmap_len;
+	void *region;
+
 	nr_mem_sections = DIV_ROUND_UP(max_pfn, PAGES_PER_SECTION);
+	if (nr_mem_sections * PAGES_PER_SECTION > sparse_max_pages())
+		return -E2BIG;
 	section_zone = calloc(nr_mem_sections ? nr_mem_sections : 1,
 			      sizeof(*section_zone));
 	vmemmap_len = nr_mem_sections * PAGES_PER_SECTION * sizeof(struct page);
-	vmemmap = vmemmap_len
-			  ? mmap(NULL, vmemmap_len, PROT_READ | PROT_WRITE,
-				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-				 -1, 0)
-			  : NULL;
+	region_len = MEMBLOCK_BYTES + vmemmap_len;
+	region = mmap(NULL, region_len, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	nr_present_sections = 0;
-	if (vmemmap == MAP_FAILED)
-		vmemmap = NULL;
-	return section_zone && (vmemmap || !vmemmap_len) ? 0 : -1;
+	memblock_used = 64; /* offset 0 is the poison of list_del() */
+	if (region == MAP_FAILED || !section_zone) {
+		free(section_zone);
+		section_zone = NULL;
+		return -ENOMEM;
+	}
+	list_base = region;
+	vmemmap = (struct page *)(list_base + MEMBLOCK_BYTES);
+	/*
+	 * Struct pages are touched all over the map (buddies, other CPUs'
+	 * pages): with 4 KiB host pages nearly every touch is a TLB miss.
+	 * Huge pages (where THP is "madvise") cost at most 2 MiB per section.
+	 */
+	madvise(vmemmap, vmemmap_len, MADV_HUGEPAGE);
+	return 0;
 }
 
-/* Give the memory map back. */
+/*
+ * Zeroed, cache-line aligned memory for a structure holding list heads
+ * (the kernel's boot-time allocator has the same name); never freed but
+ * with the whole region. NULL when the region is full.
+ */
+void *memblock_alloc(size_t size)
+{
+	void *p;
+
+	size = ALIGN(size, 64);
+	if (!list_base || memblock_used + size > MEMBLOCK_BYTES)
+		return NULL;
+	p = list_base + memblock_used;
+	memblock_used += size;
+	return p;
+}
+
+/* Give the list region and the memory map back. */
 void sparse_exit(void)
 {
-	if (vmemmap)
-		munmap(vmemmap, vmemmap_len);
+	if (list_base)
+		munmap(list_base, region_len);
 	free(section_zone);
+	list_base = NULL;
 	vmemmap = NULL;
 	section_zone = NULL;
 	nr_mem_sections = 0;

@@ -237,7 +237,7 @@ static int zone_init(struct zone *zone, struct pglist_data *pgdat,
 	memset(zone->pageblock_flags, MIGRATE_MOVABLE, nr_blocks);
 
 	zone->per_cpu_pageset =
-		aligned_alloc(64, sizeof(struct per_cpu_pages) * nr_cpu_ids);
+		memblock_alloc(sizeof(struct per_cpu_pages) * nr_cpu_ids);
 	if (!zone->per_cpu_pageset)
 		return -ENOMEM;
 	for (int cpu = 0; cpu < nr_cpu_ids; cpu++)
@@ -292,8 +292,15 @@ int free_area_init(const struct zone_desc *zones, int nr_zones, int nr_cpus,
 	if (nr_node_ids > MAX_NUMNODES)
 		return -EINVAL;
 
+	for (i = 0; i < nr_zones; i++)
+		pfn += DIV_ROUND_UP(zones[i].managed_pages, PAGES_PER_SECTION) *
+		       PAGES_PER_SECTION;
+	ret = sparse_init(pfn);
+	if (ret)
+		return ret;
+
 	for (int nid = 0; nid < nr_node_ids; nid++) {
-		struct pglist_data *pgdat = calloc(1, sizeof(*pgdat));
+		struct pglist_data *pgdat = memblock_alloc(sizeof(*pgdat));
 
 		if (!pgdat)
 			return -ENOMEM;
@@ -303,12 +310,6 @@ int free_area_init(const struct zone_desc *zones, int nr_zones, int nr_cpus,
 			pgdat->nr_cpus += cpu_to_node_map[i] == nid;
 		node_data[nid] = pgdat;
 	}
-
-	for (i = 0; i < nr_zones; i++)
-		pfn += DIV_ROUND_UP(zones[i].managed_pages, PAGES_PER_SECTION) *
-		       PAGES_PER_SECTION;
-	if (sparse_init(pfn))
-		return -ENOMEM;
 
 	pfn = 0;
 	for (i = 0; i < nr_zones; i++) {
@@ -352,11 +353,9 @@ void free_area_exit(void)
 
 		if (!pgdat)
 			continue;
-		for (int z = 0; z < pgdat->nr_zones; z++) {
+		/* the pgdat and pagesets go with the list region */
+		for (int z = 0; z < pgdat->nr_zones; z++)
 			free(pgdat->node_zones[z].pageblock_flags);
-			free(pgdat->node_zones[z].per_cpu_pageset);
-		}
-		free(pgdat);
 		node_data[nid] = NULL;
 	}
 	free(cpu_stats);

@@ -367,7 +367,7 @@ void free_pcppages_bulk(struct zone *zone, int count, struct per_cpu_pages *pcp,
 				list_last_entry(list, struct page, lru);
 
 			/* as the kernel's prefetch_buddy(): the next merge */
-			prefetchw(page->lru.prev);
+			prefetchw(list_at(page->lru.prev));
 			prefetchw(pfn_to_page(page_to_pfn(page) ^ 1));
 			list_del(&page->lru);
 			count -= nr_pages;

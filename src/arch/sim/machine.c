@@ -103,7 +103,9 @@ static int parse_topology(const cJSON *t, char *err)
 		"sockets", "numa_nodes", "cores_per_socket",
 		"smt",	   "ghz",	 "memory_gb"
 	};
-	static const double hi[] = { 64, 64, 1024, 8, 10, 1 << 20 };
+	/* memory_gb: what the model's memory map reaches (memmap.c) */
+	const double hi[] = { 64, 64, 1024, 8, 10,
+			      (double)(sparse_max_pages() >> (30 - PAGE_SHIFT)) };
 	struct sim_machine *m = &sim_machine;
 
 	if (!cJSON_IsObject(t))

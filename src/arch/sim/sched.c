@@ -36,59 +36,58 @@ struct vcpu_hot *current_vcpu = &main_vcpu.hot;
 
 static struct vcpu *vcpus;
 static int nr_vcpus;
-static struct vcpu **heap; /* runnable CPUs, min-heap on (clock, id) */
+
+/*
+ * The runnable CPUs, a binary min-heap on (clock, id). An entry carries
+ * its key: a CPU's clock does not change while it waits in the heap, and
+ * comparing keys in the array, not through each CPU's struct, keeps a
+ * sift within a few cache lines.
+ */
+struct heap_entry {
+	u64 clock;
+	struct vcpu *v;
+};
+static struct heap_entry *heap;
 static int heap_len;
 
-static inline bool before(const struct vcpu *a, const struct vcpu *b)
+static inline bool before(const struct heap_entry *a,
+			  const struct heap_entry *b)
 {
-	return a->hot.clock < b->hot.clock ||
-	       (a->hot.clock == b->hot.clock && a->hot.id < b->hot.id);
+	return a->clock < b->clock ||
+	       (a->clock == b->clock && a->v->hot.id < b->v->hot.id);
 }
 
-static void heap_set(int i, struct vcpu *v)
+static void sift_down(int i, struct heap_entry e)
 {
-	heap[i] = v;
-	v->heap_pos = i;
-}
-
-static void sift_down(int i)
-{
-	struct vcpu *v = heap[i];
-
 	for (;;) {
 		int c = 2 * i + 1;
 
 		if (c >= heap_len)
 			break;
-		if (c + 1 < heap_len && before(heap[c + 1], heap[c]))
+		if (c + 1 < heap_len && before(&heap[c + 1], &heap[c]))
 			c++;
-		if (!before(heap[c], v))
+		if (!before(&heap[c], &e))
 			break;
-		heap_set(i, heap[c]);
+		heap[i] = heap[c];
 		i = c;
 	}
-	heap_set(i, v);
-}
-
-static void sift_up(int i)
-{
-	struct vcpu *v = heap[i];
-
-	while (i > 0) {
-		int p = (i - 1) / 2;
-
-		if (!before(v, heap[p]))
-			break;
-		heap_set(i, heap[p]);
-		i = p;
-	}
-	heap_set(i, v);
+	heap[i] = e;
 }
 
 static void heap_push(struct vcpu *v)
 {
-	heap_set(heap_len++, v);
-	sift_up(heap_len - 1);
+	struct heap_entry e = { .clock = v->hot.clock, .v = v };
+	int i = heap_len++;
+
+	while (i > 0) {
+		int p = (i - 1) / 2;
+
+		if (!before(&e, &heap[p]))
+			break;
+		heap[i] = heap[p];
+		i = p;
+	}
+	heap[i] = e;
 }
 
 static struct vcpu *heap_pop(void)
@@ -97,12 +96,9 @@ static struct vcpu *heap_pop(void)
 
 	if (!heap_len)
 		return NULL;
-	top = heap[0];
-	top->heap_pos = -1;
-	if (--heap_len) {
-		heap_set(0, heap[heap_len]);
-		sift_down(0);
-	}
+	top = heap[0].v;
+	if (--heap_len)
+		sift_down(0, heap[heap_len]);
 	return top;
 }
 
@@ -151,13 +147,12 @@ static void switch_to(struct vcpu *next)
 void sim_sync(void)
 {
 	struct vcpu *me = cur(), *next;
+	struct heap_entry e = { .clock = me->hot.clock, .v = me };
 
-	if (!heap_len || !before(heap[0], me))
+	if (!heap_len || !before(&heap[0], &e))
 		return;
-	next = heap[0];
-	next->heap_pos = -1;
-	heap_set(0, me);
-	sift_down(0);
+	next = heap[0].v;
+	sift_down(0, e);
 	switch_to(next);
 }
 
@@ -207,7 +202,6 @@ int sim_init(int n)
 		vcpus[i].hot.id = i;
 		vcpus[i].hot.stats = cpu_stats_of(i);
 		vcpus[i].hot.cost = vcpus[i].cost;
-		vcpus[i].heap_pos = -1;
 	}
 	current_vcpu = &main_vcpu.hot;
 	return 0;

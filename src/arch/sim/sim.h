@@ -15,7 +15,6 @@
 struct vcpu {
 	struct vcpu_hot hot; /* clock, id, stats, cost: see platform.h */
 	fcontext_t ctx;
-	int heap_pos; /* index in the run queue, -1 if not there */
 	struct vcpu *next; /* next waiter on the same lock */
 	u64 wait_from; /* when it started waiting (ps) */
 	u64 cost[NR_COST_KINDS];

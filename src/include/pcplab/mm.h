@@ -29,6 +29,8 @@ const char *kernel_gen_names(void);
 #define PAGES_PER_SECTION (1UL << PFN_SECTION_SHIFT)
 int sparse_init(unsigned long max_pfn);
 void sparse_exit(void);
+unsigned long sparse_max_pages(void);
+void *memblock_alloc(size_t size);
 void sparse_populate_section(unsigned long section_nr, struct zone *zone);
 bool pfn_section_present(unsigned long pfn);
 struct zone *page_zone(const struct page *page);

@@ -50,15 +50,16 @@ enum page_state {
 /*
  * struct page: one per 4 KiB frame, in a virtually contiguous memory map
  * (memmap.c) that gets memory a section at a time, so that a 1 TiB machine
- * costs only what its workload touches. 24 bytes: the map is what a
- * simulation of hundreds of CPUs mostly waits for.
+ * costs only what its workload touches. 16 bytes (the kernel's is 64):
+ * the map is what a simulation of hundreds of CPUs mostly waits for.
  */
 struct page {
-	struct list_head lru; /* buddy free list, PCP list, or LRU */
+	struct list_head lru; /* buddy free list or PCP list (32-bit links) */
 	u8 state; /* enum page_state */
 	u8 order; /* buddy order (PAGE_BUDDY) or block order */
 	u8 alloc_mt; /* migratetype it was allocated as */
 	u8 on_lru; /* PG_lru */
+	u32 __pad; /* to 16 bytes, so that page_to_pfn() is a shift */
 };
 
 struct free_area {

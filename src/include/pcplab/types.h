@@ -42,6 +42,7 @@ typedef int64_t s64;
 #define prefetchw(p) __builtin_prefetch((p), 1)
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define DIV_ROUND_UP(n, d) (((n) + (d)-1) / (d))
+#define ALIGN(x, a) (((x) + (a)-1) & ~((__typeof__(x))(a)-1))
 
 /* Racy single reads and writes of shared knobs, as in the kernel. */
 #define READ_ONCE(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)

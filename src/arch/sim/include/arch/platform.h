@@ -35,6 +35,7 @@ typedef struct {
 	int nr_waiters;
 	int last_cpu; /* where its cache lines are */
 	u64 acquired; /* when the owner got it (ps) */
+	u64 released; /* when the last holder let it go (ps) */
 	int cls; /* enum lock_class */
 } spinlock_t;
 
