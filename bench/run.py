@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import time
@@ -36,11 +37,26 @@ def host() -> dict[str, str]:
     }
 
 
+# Runs of each measurement: this machine is a VM whose speed swings by up to
+# 1.8x within minutes (a busy neighbour on the host), so one run says little.
+# The best run is the code's cost on a quiet host; the median is typical.
+RUNS = 5
+
+
 def fastpath() -> dict:
     """PCP alloc+free pair and zone->lock per-page costs (bench/fastpath.c)."""
     binary = engine.bin_dir() / "bench-fastpath"
-    out = subprocess.run([binary], capture_output=True, text=True, check=True)
-    result = json.loads(out.stdout)
+    runs = []
+    for _ in range(RUNS):
+        out = subprocess.run([binary], capture_output=True, text=True, check=True)
+        runs.append(json.loads(out.stdout))
+    best = min(runs, key=lambda r: r["pcp_alloc_free_pair_ns_min"])
+    result = dict(best)
+    result["runs"] = RUNS
+    result["pair_ns_median_of_runs"] = statistics.median(
+        r["pcp_alloc_free_pair_ns"] for r in runs
+    )
+    result["pair_ns_each_run"] = [r["pcp_alloc_free_pair_ns"] for r in runs]
     result["target_pair_ns"] = 20
     return result
 
@@ -70,22 +86,30 @@ def _timed_sim(machine: str, **spec: object) -> dict:
 def sim() -> dict:
     """Measure the simulator: real-time factor, page ops per host s, peak RSS."""
     virtual = 2.0
-    sky = _timed_sim(
-        "skylake-ex",
-        workload="page_fault1",
-        kernel="4.18",
-        duration_s=virtual,
-        warmup_s=0.5,
-    )
-    pages = sky["result"]["throughput"]["pages_per_s"] * (virtual + 0.5)
+    sky = [
+        _timed_sim(
+            "skylake-ex",
+            workload="page_fault1",
+            kernel="4.18",
+            duration_s=virtual,
+            warmup_s=0.5,
+        )
+        for _ in range(RUNS)
+    ]
+    cpu = sorted(run["cpu_s"] for run in sky)
+    pages = sky[0]["result"]["throughput"]["pages_per_s"] * (virtual + 0.5)
     meta = _timed_sim("meta-316cpu", workload="page_fault1", duration_s=0.5)
     return {
         "skylake_ex_page_fault1_192_tasks": {
             "virtual_s": virtual + 0.5,
-            "host_cpu_s": round(sky["cpu_s"], 2),
-            "real_time_factor": round((virtual + 0.5) / sky["cpu_s"], 3),
-            "sim_page_ops_per_host_s": round(pages / sky["cpu_s"]),
-            "max_rss_mib": round(sky["max_rss_mib"], 1),
+            "runs": RUNS,
+            "host_cpu_s_each_run": [round(c, 2) for c in cpu],
+            "real_time_factor_best": round((virtual + 0.5) / cpu[0], 3),
+            "real_time_factor_median": round(
+                (virtual + 0.5) / statistics.median(cpu), 3
+            ),
+            "sim_page_ops_per_host_s_best": round(pages / cpu[0]),
+            "max_rss_mib": round(max(run["max_rss_mib"] for run in sky), 1),
         },
         "meta_316cpu_page_fault1": {
             "host_cpu_s": round(meta["cpu_s"], 2),

@@ -9,6 +9,9 @@ from __future__ import annotations
 import json
 import math
 import subprocess
+import types
+from importlib.machinery import SourceFileLoader
+from pathlib import Path
 
 import pytest
 
@@ -225,3 +228,28 @@ def test_tasks_on_one_node_spill_to_the_other_when_it_runs_short():
     short = engine.run(sim_spec("broadwell-ep", **base, memory_mib=8192, size_mib=256))
     assert short["vmstat"]["numa_miss"] > 0
     assert short["invariants"]["pages_conserved"]
+
+
+def test_pgo_training_specs_match_the_profiles():
+    """The build's PGO training specs still embed the current machine profiles."""
+    root = Path(__file__).resolve().parent.parent
+    script = root / "scripts/make-pgo-training"
+    loader = SourceFileLoader("make_pgo_training", str(script))
+    module = types.ModuleType(loader.name)
+    module.__file__ = str(script)
+    loader.exec_module(module)
+    expected = module.training_specs()
+    files = sorted((root / "src/arch/sim/pgo").glob("train-*.json"))
+    assert [f.name for f in files] == sorted(f"train-{n}.json" for n in expected)
+    for path in files:
+        name = path.stem.removeprefix("train-")
+        assert json.loads(path.read_text()) == expected[name], (
+            f"{path} is stale: run scripts/make-pgo-training"
+        )
+        # and each is a spec the engine accepts
+        out = subprocess.run(
+            [engine.engine_binary("sim"), "resolve"],
+            input=path.read_bytes(),
+            capture_output=True,
+        )
+        assert out.returncode == 0, out.stderr

@@ -321,6 +321,27 @@ struct page *alloc_pages(unsigned int order, int migratetype)
 	return page;
 }
 
+/*
+ * The kernel's prefetch_buddy() fetches the order-0 buddy of the next page
+ * to free, which shares a cache line with a 16-byte struct page. The
+ * merges of pages that were mapped together climb several orders, and
+ * each buddy is a dependent, usually cold load: fetch the next page and
+ * the lines of its next few orders' buddies, so that their misses overlap
+ * with this page's merge instead of following it.
+ */
+static inline void prefetch_page_and_buddies(const struct list_head *lru,
+					     const struct list_head *head)
+{
+	unsigned long pfn;
+
+	if (lru == head)
+		return;
+	pfn = page_to_pfn(list_entry(lru, struct page, lru));
+	prefetchw(lru);
+	for (unsigned int order = 2; order <= 5; order++)
+		prefetchw(pfn_to_page(pfn ^ (1UL << order)));
+}
+
 /* One hold of zone->lock by free_pcppages_bulk, for its histogram. */
 static inline void record_free_hold(struct zone *zone)
 {
@@ -361,14 +382,15 @@ void free_pcppages_bulk(struct zone *zone, int count, struct per_cpu_pages *pcp,
 		} while (list_empty(list));
 		order = pindex_to_order((unsigned int)pindex);
 		nr_pages = 1 << order;
+		prefetch_page_and_buddies(list_at(list->prev), list);
 
 		do {
 			struct page *page =
 				list_last_entry(list, struct page, lru);
 
-			/* as the kernel's prefetch_buddy(): the next merge */
-			prefetchw(list_at(page->lru.prev));
-			prefetchw(pfn_to_page(page_to_pfn(page) ^ 1));
+			/* the next page's line and its buddies' (no load) */
+			prefetch_page_and_buddies(list_at(page->lru.prev),
+						  list);
 			list_del(&page->lru);
 			count -= nr_pages;
 			pcp->count -= nr_pages;

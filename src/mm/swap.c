@@ -74,8 +74,9 @@ void release_pages(struct page **pages, unsigned long nr)
 			struct page *page = pages[j];
 			struct lruvec *lruvec;
 
-			if (j + 8 < nr)
-				prefetchw(pages[j + 8]);
+			/* cold since they were faulted: keep misses in flight */
+			if (j + 32 < nr)
+				prefetchw(pages[j + 32]);
 			if (!page->on_lru)
 				continue;
 			lruvec = page_lruvec(page);

@@ -50,7 +50,8 @@ void spin_lock(spinlock_t *lock)
 	sim_sync();
 	if (!lock->owner && lock->released > me->hot.clock) {
 		/* it spun while the last holder (now ahead in time) held it */
-		u64 got = lock->released + line_xfer(lock->last_cpu, me->hot.id);
+		u64 got =
+			lock->released + line_xfer(lock->last_cpu, me->hot.id);
 
 		st->wait_ns += (got - me->hot.clock) / 1000;
 		st->contended++;

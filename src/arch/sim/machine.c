@@ -104,8 +104,10 @@ static int parse_topology(const cJSON *t, char *err)
 		"smt",	   "ghz",	 "memory_gb"
 	};
 	/* memory_gb: what the model's memory map reaches (memmap.c) */
-	const double hi[] = { 64, 64, 1024, 8, 10,
-			      (double)(sparse_max_pages() >> (30 - PAGE_SHIFT)) };
+	const double hi[] = {
+		64, 64, 1024,
+		8,  10, (double)(sparse_max_pages() >> (30 - PAGE_SHIFT))
+	};
 	struct sim_machine *m = &sim_machine;
 
 	if (!cJSON_IsObject(t))

@@ -103,13 +103,13 @@ static inline bool list_empty(const struct list_head *head)
 #define list_next_entry(pos, member) \
 	list_entry(list_at((pos)->member.next), __typeof__(*(pos)), member)
 
-#define list_for_each_entry(pos, head, member)                         \
+#define list_for_each_entry(pos, head, member)                       \
 	for (pos = list_first_entry(head, __typeof__(*pos), member); \
 	     &pos->member != (head); pos = list_next_entry(pos, member))
 
-#define list_for_each_entry_safe(pos, n, head, member)                \
+#define list_for_each_entry_safe(pos, n, head, member)               \
 	for (pos = list_first_entry(head, __typeof__(*pos), member), \
-	    n = list_next_entry(pos, member);                          \
+	    n = list_next_entry(pos, member);                        \
 	     &pos->member != (head); pos = n, n = list_next_entry(n, member))
 
 #endif
