@@ -66,10 +66,11 @@ int sparse_init(unsigned long max_pfn)
 	vmemmap = (struct page *)(list_base + MEMBLOCK_BYTES);
 	/*
 	 * Struct pages are touched all over the map (buddies, other CPUs'
-	 * pages): with 4 KiB host pages nearly every touch is a TLB miss.
-	 * Huge pages (where THP is "madvise") cost at most 2 MiB per section.
+	 * pages), and every simulated CPU switch touches another pageset:
+	 * with 4 KiB host pages nearly every such touch is a TLB miss. Huge
+	 * pages (where THP is "madvise") cost at most 2 MiB per section.
 	 */
-	madvise(vmemmap, vmemmap_len, MADV_HUGEPAGE);
+	madvise(region, region_len, MADV_HUGEPAGE);
 	return 0;
 }
 

@@ -44,6 +44,10 @@ typedef int64_t s64;
 #define DIV_ROUND_UP(n, d) (((n) + (d)-1) / (d))
 #define ALIGN(x, a) (((x) + (a)-1) & ~((__typeof__(x))(a)-1))
 
+/* lib/hugemem.c: large zeroed allocations on transparent huge pages */
+void *huge_zalloc(size_t size);
+void huge_free(void *p, size_t size);
+
 /* Racy single reads and writes of shared knobs, as in the kernel. */
 #define READ_ONCE(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define WRITE_ONCE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
