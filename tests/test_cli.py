@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from pathlib import Path
 
 import pytest
 
@@ -265,3 +266,37 @@ def test_summary_names_unavailable_fields_and_formats_histograms():
     assert "         4 -> 7          : 2        |" + "*" * 40 + "|" in text
     assert "avg = 5 nsecs, total: 15 nsecs, count: 3" in text
     assert "pages conserved yes" in text
+
+
+def test_memory_beyond_the_memory_map_is_refused(bad_input, tmp_path):
+    """Past the 8 TiB the 32-bit list links reach: one line with the range."""
+    line = bad_input(
+        "run",
+        "--engine",
+        "sim",
+        "--machine",
+        "skylake-ex",
+        "--workload",
+        "page_fault1",
+        "--memory-mib",
+        str(9 << 20),
+        *NEVER_FINISHES,
+    )
+    assert re.search(r"memory_mib \d+ is out of range; allowed 16\.\.\d+", line)
+    profile = tmp_path / "huge.toml"
+    text = (
+        Path(__file__).resolve().parent.parent
+        / "python/pcplab/machines/haswell-desktop.toml"
+    ).read_text()
+    profile.write_text(re.sub(r"memory_gb = [\d.]+", "memory_gb = 10000", text))
+    line = bad_input(
+        "run",
+        "--engine",
+        "sim",
+        "--machine",
+        str(profile),
+        "--workload",
+        "page_fault1",
+        *NEVER_FINISHES,
+    )
+    assert "'memory_gb' = 10000 is out of range" in line

@@ -90,8 +90,14 @@ static int get_number(const cJSON *o, const char *key, double lo, double hi,
 
 	if (!cJSON_IsNumber(v))
 		return fail(err, "needs a number for", key);
-	if (v->valuedouble < lo || v->valuedouble > hi || isnan(v->valuedouble))
-		return fail(err, "has an out-of-range value for", key);
+	if (v->valuedouble < lo || v->valuedouble > hi ||
+	    isnan(v->valuedouble)) {
+		snprintf(
+			err, ERRLEN,
+			"machine profile: '%s' = %g is out of range; allowed %g..%g",
+			key, v->valuedouble, lo, hi);
+		return -1;
+	}
 	*out = v->valuedouble;
 	return 0;
 }
