@@ -50,7 +50,8 @@ def fastpath() -> dict:
     for _ in range(RUNS):
         out = subprocess.run([binary], capture_output=True, text=True, check=True)
         runs.append(json.loads(out.stdout))
-    best = min(runs, key=lambda r: r["pcp_alloc_free_pair_ns_min"])
+    # the run with the lowest median round; its fastest round beside it
+    best = min(runs, key=lambda r: r["pcp_alloc_free_pair_ns"])
     result = dict(best)
     result["runs"] = RUNS
     result["pair_ns_median_of_runs"] = statistics.median(
