@@ -1,10 +1,13 @@
 """`pcplab calibrate`: measure this host and write its sim machine profile.
 
-The topology comes from sysfs; the costs from measurements: the native
-engine's fast paths and zone->lock per-page costs (bench-fastpath), the
-hardware's page clear/copy and cache-line transfer (bench-hostcost), and,
-where the host engine runs, the kernel's own page fault (first-touch
-latency and throughput of page_fault1).
+The topology comes from sysfs; the hardware facts of the profile schema
+(docs/machines.md) from measurements: LLC and DRAM load latency,
+core-to-core line transfer and the store bandwidth of all CPUs
+(bench-hostcost), LLC size, Meltdown and hypervisor from the kernel; the
+measured costs from the native engine's fast paths and zone->lock per-page
+costs (bench-fastpath), the hardware's page clear/copy, and, where the host
+engine runs, the kernel's own page fault (first-touch latency and
+throughput of page_fault1).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any
 import tomli_w
 
 from pcplab import engine, machines
-from pcplab.errors import EngineError
+from pcplab.errors import BadInput, EngineError
 
 SYSFS_CPU = Path("/sys/devices/system/cpu")
 SYSFS_NODE = Path("/sys/devices/system/node")
@@ -92,10 +95,41 @@ def _kernel_fault() -> dict[str, float] | None:
     return {"fault_ns": float(fault["avg"]), "page_ns": 1e9 / float(ops)}
 
 
+def _llc_bytes() -> int:
+    """Return the size of CPU 0's last-level cache from sysfs (0 if unknown)."""
+    sizes = []
+    for index in sorted((SYSFS_CPU / "cpu0" / "cache").glob("index[0-9]*")):
+        text = _read(index / "size")
+        if text[:-1].isdigit() and text[-1] in "KM":
+            sizes.append(int(text[:-1]) << (10 if text[-1] == "K" else 20))
+    return max(sizes, default=0)
+
+
+def _host_flags() -> dict[str, Any]:
+    """Return what the kernel says of this CPU: model, Meltdown, hypervisor."""
+    model, flags = "", ""
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "model name" and not model:
+            model = value.strip()
+        if key.strip() == "flags" and not flags:
+            flags = value
+    meltdown = _read(SYSFS_CPU / "vulnerabilities" / "meltdown")
+    return {
+        "cpu_model": model,
+        "meltdown": bool(meltdown) and not meltdown.startswith("Not affected"),
+        "vm_guest": "hypervisor" in flags.split(),
+    }
+
+
 def measure() -> dict[str, Any]:
     """Measure this host; return the profile (without writing it)."""
     fast = _bench("bench-fastpath")
-    hw = _bench("bench-hostcost")
+    topology = host_topology()
+    llc = _llc_bytes()
+    # CPUs 0 and 1: two cores of the first socket in Linux's numbering
+    other = "1" if (os.cpu_count() or 1) > 1 else "0"
+    hw = _bench("bench-hostcost", "0", other, str(llc or 8 << 20))
     per_page = {row["pages"]: row for row in fast["zone_lock_per_page_ns"]}[63]
     pcp_half = fast["pcp_alloc_free_pair_ns"] / 2
     costs = {
@@ -114,17 +148,32 @@ def measure() -> dict[str, Any]:
         rest = kernel["page_ns"] - kernel["fault_ns"] - pcp_half
         costs["unmap_page_ns"] = round(max(rest, 0.0), 1)
         sources.append("host engine page_fault1 (the kernel's own faults)")
-    topology = host_topology()
+    flags = _host_flags()
+    # Measured facts; what one socket cannot show (another socket's DRAM and
+    # cores) comes from the microarchitecture table.
+    hardware: dict[str, Any] = {
+        "llc_ns": hw["llc_ns"],
+        "dram_ns": hw["dram_ns"],
+        "socket_ns": hw["line_xfer_ns"],
+        "mem_gbs": round(hw["store_gbs"] / topology["sockets"], 2),
+        "meltdown": flags["meltdown"],
+        "vm_guest": flags["vm_guest"],
+    }
+    if llc:
+        hardware["llc_mb"] = round(llc / (1 << 20), 2)
+    try:
+        machines.find_uarch(flags["cpu_model"])
+    except BadInput:
+        hardware["uarch"] = "generic"
+        sources.append(f"'{flags['cpu_model']}' is in no uarch.toml row: generic")
     return {
         "name": "host",
         "description": f"{hw['cpu_model']}, calibrated on {platform.node()} "
         f"({platform.release()}) {time.strftime('%Y-%m-%d')}",
         "source": "pcplab calibrate: " + "; ".join(sources),
+        "cpu_model": flags["cpu_model"],
         "topology": topology,
-        "constants": {
-            "xfer_socket_base_ns": hw["line_xfer_ns"],
-            "xfer_socket_sqrt_core_ns": 0,
-        },
+        "hardware": hardware,
         "costs": costs,
     }
 

@@ -1,13 +1,16 @@
 """Machine profiles for the sim engine: find, load and list the TOML files.
 
-A profile describes a machine (topology, optionally cost overrides and
-constants of its own); the global constants in machines/constants.toml fill
-in the rest. The C engine derives every cost from them (docs/machines.md).
+A profile describes a machine: its topology, its CPU model, and optionally
+hardware facts of its own or measured costs. The microarchitecture table
+(machines/uarch.toml) fills the facts a profile leaves out; the global
+constants (machines/constants.toml) are the same for every machine. The C
+engine derives every cost from facts and constants (docs/machines.md).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -16,16 +19,39 @@ from pcplab.errors import BadInput
 
 BUILTIN = Path(__file__).resolve().parent / "machines"
 CONSTANTS = BUILTIN / "constants.toml"
+UARCH = BUILTIN / "uarch.toml"
+CROSSVAL = BUILTIN / "crossval.toml"
+DATA_FILES = {CONSTANTS, UARCH, CROSSVAL}
 PROFILE_KEYS = {
     "name",
     "description",
     "source",
     "used_by",
+    "cpu_model",
     "topology",
-    "constants",
+    "hardware",
     "costs",
     "lock",
 }
+# The facts of [hardware] (docs/machines.md); the engine checks their ranges.
+HARDWARE_NUMBERS = (
+    "llc_mb",
+    "llc_ns",
+    "dram_ns",
+    "remote_dram_ns",
+    "smt_ns",
+    "socket_ns",
+    "remote_ns",
+    "mem_channels",
+    "mem_mts",
+    "turbo_ghz",
+    "mem_gbs",
+)
+HARDWARE_FLAGS = ("meltdown", "vm_guest")
+# The facts every microarchitecture of uarch.toml gives (mem_gbs is measured).
+TABLE_FACTS = (*(k for k in HARDWARE_NUMBERS if k != "mem_gbs"), "meltdown")
+# Facts of a CPU model ([cpu."..."] in uarch.toml) that a profile may also give.
+PART_FACTS = ("llc_mb", "mem_channels", "mem_mts", "turbo_ghz")
 
 
 def user_dir() -> Path:
@@ -40,22 +66,137 @@ def profile_paths() -> dict[str, Path]:
     for directory in (BUILTIN, user_dir()):
         if directory.is_dir():
             for path in sorted(directory.glob("*.toml")):
-                if path != CONSTANTS:
+                if path not in DATA_FILES:
                     paths[path.stem] = path
     return paths
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def read_toml(path: Path) -> dict[str, Any]:
     """Parse one TOML file, turning its errors into one-line bad input."""
     try:
         return tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise BadInput(f"cannot read machine profile {path}: {exc}") from exc
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise BadInput(f"cannot read machine profile {path}: {reason}") from exc
 
 
 def constants() -> dict[str, Any]:
-    """Return the global cost constants."""
-    return _read_toml(CONSTANTS)
+    """Return the global cost constants (constants.toml, fitted by `pcplab fit`)."""
+    return {k: v for k, v in read_toml(CONSTANTS).items() if not isinstance(v, dict)}
+
+
+def uarch_table() -> dict[str, Any]:
+    """Return the microarchitectures and CPU models of uarch.toml."""
+    return read_toml(UARCH)
+
+
+def find_uarch(cpu_model: str) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """Return (uarch name, its facts, the part's facts) for a CPU model string."""
+    table = uarch_table()
+    parts = table.get("cpu", {})
+    uarchs = {k: v for k, v in table.items() if k != "cpu"}
+    if cpu_model in parts:
+        part = parts[cpu_model]
+        return part["uarch"], uarchs[part["uarch"]], part
+    found = [
+        name
+        for name, u in uarchs.items()
+        if any(re.search(p, cpu_model, re.IGNORECASE) for p in u.get("models", []))
+    ]
+    if len(found) != 1:
+        what = "matches no" if not found else f"matches {len(found)}"
+        raise BadInput(
+            f"cpu_model '{cpu_model}' {what} microarchitecture of {UARCH.name}; "
+            f"give [hardware] uarch = one of {', '.join(sorted(uarchs))}"
+        )
+    return found[0], uarchs[found[0]], {}
+
+
+def _uarch_named(name: str) -> dict[str, Any]:
+    """Return the facts of the microarchitecture NAME."""
+    uarchs = {k: v for k, v in uarch_table().items() if k != "cpu"}
+    if name not in uarchs:
+        raise BadInput(
+            f"[hardware] uarch '{name}' is unknown; known: {', '.join(sorted(uarchs))}"
+        )
+    return uarchs[name]
+
+
+def _check_types(path: Path, profile: dict[str, Any]) -> None:
+    """Refuse keys and types the schema does not have (ranges: the engine)."""
+    unknown = sorted(set(profile) - PROFILE_KEYS)
+    if unknown:
+        raise BadInput(
+            f"machine profile {path} has unknown keys {', '.join(unknown)}; "
+            f"allowed: {', '.join(sorted(PROFILE_KEYS))}"
+        )
+    for key in ("name", "cpu_model", "description", "source", "lock"):
+        if key in profile and not isinstance(profile[key], str):
+            raise BadInput(f"machine profile {path}: '{key}' must be a string")
+    if "name" in profile and not re.fullmatch(
+        r"[A-Za-z0-9][A-Za-z0-9._-]*", profile["name"]
+    ):
+        raise BadInput(
+            f"machine profile {path}: name '{profile['name']}' must be letters, "
+            "digits, '.', '_' or '-'"
+        )
+    for table in ("topology", "hardware", "costs"):
+        if table in profile and not isinstance(profile[table], dict):
+            raise BadInput(f"machine profile {path}: [{table}] must be a table")
+    hardware = profile.get("hardware", {})
+    allowed = {"uarch", *HARDWARE_NUMBERS, *HARDWARE_FLAGS}
+    for key, value in hardware.items():
+        if key not in allowed:
+            raise BadInput(
+                f"machine profile {path}: unknown key '{key}' in [hardware]; "
+                f"allowed: {', '.join(sorted(allowed))}"
+            )
+        want_bool = key in HARDWARE_FLAGS
+        ok = (
+            isinstance(value, str)
+            if key == "uarch"
+            else isinstance(value, bool)
+            if want_bool
+            else isinstance(value, int | float) and not isinstance(value, bool)
+        )
+        if not ok:
+            kind = (
+                "a string"
+                if key == "uarch"
+                else "true or false"
+                if want_bool
+                else "a number"
+            )
+            raise BadInput(f"machine profile {path}: [hardware] {key} must be {kind}")
+
+
+def resolve_hardware(profile: dict[str, Any]) -> dict[str, Any]:
+    """Return every [hardware] fact: the profile's, its CPU model's, its uarch's.
+
+    A profile with neither cpu_model nor [hardware] uarch gets the table's
+    `generic` entry. When only the uarch is known, the LLC scales with the
+    cores (its size per core is what a microarchitecture fixes) and the
+    turbo with the base clock.
+    """
+    given = profile.get("hardware", {})
+    topo = profile.get("topology", {})
+    if "uarch" in given:
+        name, uarch, part = given["uarch"], _uarch_named(given["uarch"]), {}
+    elif "cpu_model" in profile:
+        name, uarch, part = find_uarch(profile["cpu_model"])
+    else:
+        name, uarch, part = "generic", _uarch_named("generic"), {}
+    facts: dict[str, Any] = {k: uarch[k] for k in TABLE_FACTS}
+    facts["vm_guest"] = False
+    facts["mem_gbs"] = 0  # not measured: from channels x rate (machine.c)
+    cores, ghz = topo.get("cores_per_socket"), topo.get("ghz")
+    if isinstance(cores, int | float) and uarch.get("cores_per_socket"):
+        facts["llc_mb"] = uarch["llc_mb"] * cores / uarch["cores_per_socket"]
+    if isinstance(ghz, int | float) and uarch.get("ghz"):
+        facts["turbo_ghz"] = uarch["turbo_ghz"] * ghz / uarch["ghz"]
+    facts.update({k: part[k] for k in PART_FACTS if k in part})
+    facts.update({k: v for k, v in given.items() if k != "uarch"})
+    return {"uarch": name, **facts}
 
 
 def load_profile(name: str) -> dict[str, Any]:
@@ -67,17 +208,14 @@ def load_profile(name: str) -> dict[str, Any]:
         path = known[name]
     else:
         raise BadInput(f"unknown machine '{name}'; known: {', '.join(sorted(known))}")
-    profile = _read_toml(path)
-    unknown = sorted(set(profile) - PROFILE_KEYS)
-    if unknown:
-        raise BadInput(
-            f"machine profile {path} has unknown keys {', '.join(unknown)}; "
-            f"allowed: {', '.join(sorted(PROFILE_KEYS))}"
-        )
+    profile = read_toml(path)
+    _check_types(path, profile)
+    hardware = resolve_hardware(profile)
     spec: dict[str, Any] = {
         "name": profile.get("name", path.stem),
         "topology": profile.get("topology", {}),
-        "constants": {**constants(), **profile.get("constants", {})},
+        "hardware": {k: v for k, v in hardware.items() if k != "uarch"},
+        "constants": constants(),
     }
     for key in ("costs", "lock"):
         if key in profile:
@@ -89,7 +227,7 @@ def describe() -> list[dict[str, Any]]:
     """Return one summary row per known profile, sorted by name."""
     rows = []
     for name, path in sorted(profile_paths().items()):
-        profile = _read_toml(path)
+        profile = read_toml(path)
         topo = profile.get("topology", {})
         cpus = (
             topo.get("sockets", 0)
@@ -100,6 +238,7 @@ def describe() -> list[dict[str, Any]]:
             {
                 "name": name,
                 "cpus": cpus,
+                "cpu_model": profile.get("cpu_model", ""),
                 "sockets": topo.get("sockets"),
                 "numa_nodes": topo.get("numa_nodes"),
                 "ghz": topo.get("ghz"),

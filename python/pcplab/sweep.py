@@ -15,7 +15,7 @@ from pcplab import engine, machines, progress
 from pcplab.errors import BadInput
 
 # Keys whose values stay strings (a kernel generation "6.6" is not a number).
-STRING_KEYS = ("workload", "machine", "mode", "kernel", "relinquish")
+STRING_KEYS = ("workload", "machine", "mode", "kernel", "relinquish", "placement")
 
 
 def _value(text: str) -> Any:

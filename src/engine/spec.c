@@ -100,6 +100,7 @@ static const char *const spec_keys[] = {
 	"mode",
 	"cross_free",
 	"nodes",
+	"placement",
 };
 
 static int check_keys(const cJSON *o, char *err)
@@ -334,6 +335,28 @@ static int parse_nodes(const cJSON *o, struct spec *s, char *err)
 	return 0;
 }
 
+/*
+ * Where tasks run: "pinned" (will-it-scale: task i on the i-th CPU, the
+ * first thread of every core before any second thread, node by node) or
+ * "spread" (unpinned tasks, as the scheduler's load balancing places them:
+ * over the allowed nodes in turn, idle cores before SMT siblings).
+ */
+static int parse_placement(const cJSON *o, struct spec *s, char *err)
+{
+	const char *str;
+	int bad;
+
+	str = get_str(o, "placement", err, &bad);
+	if (bad)
+		return -1;
+	if (str && strcmp(str, "pinned") && strcmp(str, "spread"))
+		return fail(err,
+			    "unknown placement '%s'; known: pinned, spread",
+			    str);
+	s->spread = str && !strcmp(str, "spread");
+	return 0;
+}
+
 /* Process or thread mode, and cross-CPU free. */
 static int parse_mode(const cJSON *o, struct spec *s, char *err)
 {
@@ -401,8 +424,9 @@ int spec_parse(const char *text, struct spec *spec, char *err)
 	    parse_schedule(o, spec, err) || parse_knobs(o, spec, err) ||
 	    engine_parse_machine(cJSON_GetObjectItemCaseSensitive(o, "machine"),
 				 spec, err) ||
-	    parse_nodes(o, spec, err) || parse_sizes(o, spec, err) ||
-	    parse_args(o, spec, err) || parse_mode(o, spec, err))
+	    parse_nodes(o, spec, err) || parse_placement(o, spec, err) ||
+	    parse_sizes(o, spec, err) || parse_args(o, spec, err) ||
+	    parse_mode(o, spec, err))
 		goto out;
 	ret = 0;
 out:
@@ -473,6 +497,8 @@ cJSON *spec_to_json(const struct spec *s)
 		cJSON_AddItemToObject(o, "args", cJSON_Parse(s->args_json));
 	cJSON_AddStringToObject(o, "mode", s->threads ? "thread" : "process");
 	cJSON_AddBoolToObject(o, "cross_free", s->cross_free);
+	cJSON_AddStringToObject(o, "placement",
+				s->spread ? "spread" : "pinned");
 	if (s->node_mask != ~0ULL) {
 		cJSON *nodes = cJSON_AddArrayToObject(o, "nodes");
 

@@ -268,7 +268,8 @@ static void task_body(struct harness *h, struct host_task *t)
 	char byte;
 	int err;
 
-	pin_self(t->cpu);
+	if (!h->spec->spread) /* will-it-scale pins; unpinned loops do not */
+		pin_self(t->cpu);
 	if (wl->setup && (err = wl->setup(t))) {
 		task_fail(h->sh, "task setup failed", -err);
 		__atomic_fetch_add(&h->sh->ready, 1, __ATOMIC_ACQ_REL);

@@ -27,6 +27,7 @@ struct host_spec {
 	u64 size_mib; /* per-task mapping size */
 	bool threads; /* mode "thread": one process, a thread per task */
 	bool timed; /* time every first touch */
+	bool spread; /* placement "spread": tasks unpinned, the kernel places them */
 	int high_fraction; /* in force during the run (set by the front end), -1 unknown */
 	int sync_fd; /* the front end's end of a socket for phase changes, or -1 */
 };

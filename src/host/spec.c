@@ -23,8 +23,9 @@ static int fail(char *err, const char *fmt, ...)
 }
 
 static const char *const host_keys[] = {
-	"engine",   "workload", "tasks", "duration_s",	  "warmup_s", "trace_s",
-	"size_mib", "mode",	"timed", "high_fraction", "sync_fd",
+	"engine",   "workload",	     "tasks",	 "duration_s",
+	"warmup_s", "trace_s",	     "size_mib", "mode",
+	"timed",    "high_fraction", "sync_fd",	 "placement",
 };
 
 /* Knobs of the allocator model that the running kernel does not have. */
@@ -64,7 +65,7 @@ static int check_keys(const cJSON *o, char *err)
 		if (!known)
 			return fail(
 				err,
-				"unknown spec key '%s'; the host engine takes engine, workload, tasks, duration_s, warmup_s, trace_s, size_mib, mode, timed, high_fraction",
+				"unknown spec key '%s'; the host engine takes engine, workload, tasks, duration_s, warmup_s, trace_s, size_mib, mode, timed, high_fraction, placement",
 				item->string);
 	}
 	return 0;
@@ -140,6 +141,13 @@ static int parse_strings(const cJSON *o, struct host_spec *s, char *err)
 		return fail(err, "timed must be true or false; allowed %s",
 			    "true, false");
 	s->timed = !v || cJSON_IsTrue(v);
+	v = get(o, "placement");
+	if (v && (!cJSON_IsString(v) || (strcmp(v->valuestring, "pinned") &&
+					 strcmp(v->valuestring, "spread"))))
+		return fail(err,
+			    "unknown placement '%s'; allowed pinned, spread",
+			    cJSON_IsString(v) ? v->valuestring : "?");
+	s->spread = v && !strcmp(v->valuestring, "spread");
 	return 0;
 }
 
@@ -215,6 +223,8 @@ cJSON *host_spec_to_json(const struct host_spec *s)
 	cJSON_AddNumberToObject(o, "size_mib", (double)s->size_mib);
 	cJSON_AddStringToObject(o, "mode", s->threads ? "thread" : "process");
 	cJSON_AddBoolToObject(o, "timed", s->timed);
+	cJSON_AddStringToObject(o, "placement",
+				s->spread ? "spread" : "pinned");
 	if (s->high_fraction >= 0)
 		cJSON_AddNumberToObject(o, "high_fraction", s->high_fraction);
 	else

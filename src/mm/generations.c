@@ -33,6 +33,7 @@ static const struct kernel_gen kernel_gens[] = {
 		 * drain scaling (v5.14), the pcp spinlock with trylock (v6.0).
 		 */
 		.name = "6.6",
+		.folio_fault = true,
 		.pcp_high_order = true,
 		.high_from_zone = true,
 		.free_factor = true,
@@ -50,6 +51,7 @@ static const struct kernel_gen kernel_gens[] = {
 		 * of 31.
 		 */
 		.name = "6.18",
+		.folio_fault = true,
 		.pcp_high_order = true,
 		.high_from_zone = true,
 		.high_autotune = true,
@@ -68,6 +70,7 @@ static const struct kernel_gen kernel_gens[] = {
 		 * pcp->batch chunks, dropping both locks in between).
 		 */
 		.name = "6.19",
+		.folio_fault = true,
 		.pcp_high_order = true,
 		.high_from_zone = true,
 		.high_autotune = true,

@@ -123,7 +123,8 @@ static void *task_main(void *arg)
 	struct task *t = arg;
 	struct native_run *run = the_run;
 
-	pin_to(run, t->cpu);
+	if (!run->spec->spread) /* unpinned: the host's scheduler places it */
+		pin_to(run, t->cpu);
 	current_cpu = t->cpu;
 	current_stats = cpu_stats_of(t->cpu);
 	pthread_barrier_wait(&run->start);

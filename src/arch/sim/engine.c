@@ -5,6 +5,7 @@
  * workload driving the same allocator model in virtual time. Nothing
  * depends on the host: the same spec and seed give the same result.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,30 +33,97 @@ int engine_parse_machine(const cJSON *machine, struct spec *spec, char *err)
 	return 0;
 }
 
-/* The CPUs that take tasks, in order (cores before SMT siblings). */
-static int placement(u64 node_mask, int *cpus)
+/*
+ * The CPUs that take tasks, in order. Pinned (will-it-scale): the allowed
+ * CPUs in Linux's numbering, first threads of every core before second
+ * threads. Spread (unpinned tasks): the scheduler balances nodes, so the
+ * allowed nodes take tasks in turn, each its idle cores before siblings.
+ */
+static int placement(const struct spec *spec, int *cpus)
 {
-	int n = 0;
+	int per_node[MAX_NUMNODES] = { 0 }, taken[MAX_NUMNODES] = { 0 };
+	int n = 0, nodes = sim_machine.numa_nodes;
 
 	for (int c = 0; c < sim_machine.nr_cpus; c++)
-		if (node_mask & (1ULL << cpu_node_of(c))) {
-			if (cpus)
+		if (spec->node_mask & (1ULL << cpu_node_of(c))) {
+			if (cpus && !spec->spread)
 				cpus[n] = c;
+			per_node[cpu_node_of(c)]++;
 			n++;
 		}
+	if (!cpus || !spec->spread)
+		return n;
+	for (int i = 0; i < n;) {
+		for (int node = 0; node < nodes; node++) {
+			int seen = 0;
+
+			if (taken[node] == per_node[node])
+				continue;
+			for (int c = 0; c < sim_machine.nr_cpus; c++)
+				if (cpu_node_of(c) == node &&
+				    seen++ == taken[node]) {
+					cpus[i++] = c;
+					break;
+				}
+			taken[node]++;
+		}
+	}
 	return n;
+}
+
+/*
+ * How loaded the machine is for @spec: the most tasks any node runs (they
+ * share its zone and its LLC), and the largest share of a socket's cores
+ * that run a task (it sets how far above its base clock a socket turbos).
+ */
+static void machine_load(const struct spec *spec, int *tasks_per_node,
+			 double *busy_share)
+{
+	int *cpus = calloc((size_t)sim_machine.nr_cpus, sizeof(int));
+	int *core_busy = calloc((size_t)sim_machine.nr_cpus, sizeof(int));
+	int count[MAX_NUMNODES] = { 0 }, busy[64] = { 0 };
+
+	*tasks_per_node = 1;
+	*busy_share = 1.0;
+	if (!cpus || !core_busy)
+		goto out;
+	placement(spec, cpus);
+	*busy_share = 0;
+	for (int i = 0; i < spec->tasks; i++) {
+		int c = cpus[i], s = cpu_socket(c);
+
+		*tasks_per_node = max(*tasks_per_node, ++count[cpu_node_of(c)]);
+		if (!core_busy[cpu_core(c)]++)
+			busy[s]++;
+		*busy_share =
+			fmax(*busy_share,
+			     (double)busy[s] / sim_machine.cores_per_socket);
+	}
+out:
+	free(cpus);
+	free(core_busy);
+}
+
+/* Derive the machine's costs for the load of @spec. */
+static void derive_for(const struct spec *spec)
+{
+	int per_node;
+	double busy;
+
+	machine_load(spec, &per_node, &busy);
+	sim_machine_derive(spec->gen, per_node, busy, spec->size_mib);
 }
 
 /* One task per CPU of the allowed nodes, unless the spec says otherwise. */
 int engine_default_tasks(const struct spec *spec)
 {
-	return placement(spec->node_mask, NULL);
+	return placement(spec, NULL);
 }
 
 /* No more tasks than the allowed nodes have CPUs. */
 int engine_max_tasks(const struct spec *spec)
 {
-	return placement(spec->node_mask, NULL);
+	return placement(spec, NULL);
 }
 
 /* The machine's NUMA nodes. */
@@ -89,9 +157,10 @@ unsigned long engine_memory_bytes(const struct spec *spec)
 	       (64UL << 20);
 }
 
-/* The simulated machine. */
+/* The simulated machine, its costs derived for @spec. */
 cJSON *engine_machine_json(const struct spec *spec)
 {
+	derive_for(spec);
 	return sim_machine_json();
 }
 
@@ -169,7 +238,9 @@ int engine_run(const struct spec *spec, struct run_result *res, char *err)
 	tasks = calloc((size_t)spec->tasks, sizeof(*tasks));
 	if (!tasks || !cpus)
 		return -1;
-	placement(spec->node_mask, cpus);
+	derive_for(spec);
+	dram_init();
+	placement(spec, cpus);
 	nr_samples = min(nr_samples, MAX_SAMPLES);
 	if (spec->cross_free &&
 	    xfree_setup(tasks, spec->tasks, (spec->size_mib << 20) / PAGE_SIZE))

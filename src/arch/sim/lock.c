@@ -41,11 +41,47 @@ static u64 line_xfer(int from, int to)
 	return sim_machine.xfer[cpu_distance(from, to)];
 }
 
+/* The cost kinds of the pages a holder of a lock of @cls handles. */
+static const enum cost_kind page_kinds[NR_LOCK_CLASSES][2] = {
+	[LOCK_ZONE] = { COST_BUDDY_ALLOC_PAGE, COST_BUDDY_FREE_PAGE },
+	[LOCK_LRU] = { COST_LRU_ADD_PAGE, COST_LRU_DEL_PAGE },
+};
+
+/*
+ * While a waiter spins on the lock word, it keeps pulling the lock's line,
+ * and the data that share it (zone->free_area beside zone->lock, the LRU
+ * lists beside lru_lock), away from the holder: every page the holder
+ * handles then misses that line once more. A holder with nobody waiting
+ * keeps it. The extra cost lasts until the unlock.
+ *
+ * Who spins during a hold is known only later in the simulation (CPUs
+ * behind in virtual time have not arrived yet), so a holder that itself
+ * had to wait (@waited) is taken to have a waiter behind it: under a
+ * contended lock the queue is seldom empty. The spinner is a CPU of the
+ * same node, at a core-to-core distance, unless one is queued already.
+ */
+static void steal_while_spun(struct vcpu *me, spinlock_t *lock, bool waited)
+{
+	const enum cost_kind *kind = page_kinds[lock->cls];
+	enum cpu_distance d =
+		lock->head ? cpu_distance(me->hot.id, lock->head->hot.id)
+			   : DIST_SOCKET;
+	u64 steal;
+
+	if ((!lock->head && !waited) || kind[0] == kind[1])
+		return;
+	steal = sim_machine.spin_steal[d];
+	me->cost[kind[0]] += steal;
+	me->cost[kind[1]] += steal;
+	me->stolen = steal;
+}
+
 /* Take @lock at the running CPU's time, waiting in FIFO order if held. */
 void spin_lock(spinlock_t *lock)
 {
 	struct vcpu *me = sim_current();
 	struct lock_stat *st = &this_cpu_stats()->lock[lock->cls];
+	bool waited = true;
 
 	sim_sync();
 	if (!lock->owner && lock->released > me->hot.clock) {
@@ -59,6 +95,7 @@ void spin_lock(spinlock_t *lock)
 		lock->owner = me;
 	} else if (!lock->owner) {
 		lock->owner = me;
+		waited = false;
 	} else {
 		me->wait_from = me->hot.clock;
 		me->next = NULL;
@@ -79,8 +116,10 @@ void spin_lock(spinlock_t *lock)
 	 * time it.
 	 */
 	lock->acquired = me->hot.clock;
-	me->hot.clock += (u64)sim_machine.lock_lines[lock->cls] *
-			 line_xfer(lock->last_cpu, me->hot.id);
+	steal_while_spun(me, lock, waited);
+	if (lock->last_cpu >= 0)
+		me->hot.clock += sim_machine.lock_pull[lock->cls][cpu_distance(
+			lock->last_cpu, me->hot.id)];
 	st->acquisitions++;
 }
 
@@ -92,6 +131,11 @@ void spin_unlock(spinlock_t *lock)
 
 	if (sim_machine.ticket)
 		sim_sync();
+	if (me->stolen) {
+		me->cost[page_kinds[lock->cls][0]] -= me->stolen;
+		me->cost[page_kinds[lock->cls][1]] -= me->stolen;
+		me->stolen = 0;
+	}
 	hist_record(&this_cpu_stats()->lock[lock->cls].hold_ns,
 		    (me->hot.clock - lock->acquired) / 1000);
 	lock->last_cpu = me->hot.id;

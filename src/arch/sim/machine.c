@@ -1,23 +1,25 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The simulated machine: its topology, and every cost the simulator
- * charges, derived from the hardware description and a few global
- * constants (python/pcplab/machines/constants.toml, fitted on
- * shared/reference only) so that a machine never seen needs only its
- * description. A profile may override any derived cost.
+ * The simulated machine: its topology, the public facts of its hardware,
+ * and every cost the simulator charges, derived from those facts and a few
+ * global constants (python/pcplab/machines/constants.toml, fitted by
+ * `pcplab fit` on shared/reference only). A machine differs from another
+ * only by its facts; a profile may still replace a derived cost by a
+ * measured one ([costs]).
  *
- * Derivation (docs/machines.md):
- *   work done by one core scales with its clock: cost = cycles / GHz;
- *   clear_page() moves PAGE_SIZE bytes at clear_bytes_per_cycle;
- *   copy_page() reads and writes: twice a clear;
- *   a task whose SMT sibling is busy runs every cost smt_factor slower;
- *   a cache line moves between SMT siblings, within a socket (through the
- *   LLC: the ring or mesh is longer the more cores it joins, about as the
- *   square root of their number), or across sockets (the interconnect;
- *   beyond two sockets a line may need more than one hop:
- *   remote_hop_factor).
+ * Derivation (docs/machines.md), each cost split by what it waits for:
+ *   core work scales with the clock: cycles / GHz;
+ *   memory stalls do not: misses x the latency of a cold line, which is an
+ *   LLC hit as often as the nodes' struct pages the run churns fit in the
+ *   LLC, a DRAM load otherwise (a guest's DRAM load also pays its share of
+ *   two-dimensional page walks);
+ *   a cache line moves between SMT siblings, within a socket (ring, mesh or
+ *   chiplets: the socket_ns fact), or between sockets (remote_ns);
+ *   clear_page() runs at the core's speed but shares the node's DRAM
+ *   bandwidth with every other CPU of the node (dram.c).
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -26,47 +28,55 @@
 
 struct sim_machine sim_machine;
 
-/* The global constants a profile needs, and the cost kinds they feed. */
-static const char *const constant_names[] = {
-	"fault_base_cycles",
-	"clear_bytes_per_cycle",
-	"pcp_alloc_cycles",
-	"pcp_free_cycles",
-	"zone_alloc_page_cycles",
-	"zone_free_page_cycles",
-	"lru_page_cycles",
-	"unmap_page_cycles",
-	"mmap_cycles",
-	"smt_factor",
-	"xfer_smt_ns",
-	"xfer_socket_base_ns",
-	"xfer_socket_sqrt_core_ns",
-	"xfer_remote_ns",
-	"remote_hop_factor",
-	"zone_lock_lines",
-	"lru_lock_lines",
-	"work_cv",
+/* A number a profile gives: its JSON key, its range, where it goes. */
+struct machine_key {
+	const char *name;
+	double lo, hi;
+	size_t offset;
 };
-enum {
-	K_FAULT,
-	K_CLEAR,
-	K_PCP_ALLOC,
-	K_PCP_FREE,
-	K_ZONE_ALLOC,
-	K_ZONE_FREE,
-	K_LRU,
-	K_UNMAP,
-	K_MMAP,
-	K_SMT,
-	K_XFER_SMT,
-	K_XFER_SOCKET,
-	K_XFER_SOCKET_SQRT,
-	K_XFER_REMOTE,
-	K_HOP,
-	K_ZONE_LINES,
-	K_LRU_LINES,
-	K_WORK_CV,
-	NR_CONSTANTS
+
+#define HW(field, lo, hi)                                            \
+	{                                                            \
+#field, lo, hi, offsetof(struct sim_hardware, field) \
+	}
+#define K(field, lo, hi)                                              \
+	{                                                             \
+#field, lo, hi, offsetof(struct sim_constants, field) \
+	}
+
+/* [hardware]: one row per fact (the booleans are read apart). */
+static const struct machine_key hardware_keys[] = {
+	HW(llc_mb, 0.25, 4096),	 HW(llc_ns, 1, 200),
+	HW(dram_ns, 20, 1000),	 HW(remote_dram_ns, 20, 2000),
+	HW(smt_ns, 0, 200),	 HW(socket_ns, 0, 1000),
+	HW(remote_ns, 0, 2000),	 HW(mem_channels, 1, 32),
+	HW(mem_mts, 100, 20000), HW(turbo_ghz, 0.1, 10),
+	HW(mem_gbs, 0, 10000),
+};
+
+/* The global constants: one row each, with the range that makes sense. */
+static const struct machine_key constant_keys[] = {
+	K(fault_cycles_4, 0, 1e6),
+	K(fault_cycles_6, 0, 1e6),
+	K(kpti_fault_cycles, 0, 1e5),
+	K(fault_misses, 0, 100),
+	K(clear_bytes_per_cycle, 0.1, 256),
+	K(mem_bw_efficiency, 0.05, 1),
+	K(pcp_alloc_cycles, 0, 1e5),
+	K(pcp_free_cycles, 0, 1e5),
+	K(zone_alloc_page_cycles, 0, 1e5),
+	K(zone_free_page_cycles, 0, 1e5),
+	K(zone_page_misses, 0, 16),
+	K(lru_page_cycles, 0, 1e5),
+	K(unmap_page_cycles, 0, 1e6),
+	K(mmap_cycles, 0, 1e8),
+	K(smt_factor, 1, 4),
+	K(zone_lock_lines, 0, 256),
+	K(zone_lock_misses, 0, 256),
+	K(spin_steal_lines, 0, 16),
+	K(lru_lock_lines, 0, 256),
+	K(work_cv, 0, 1),
+	K(guest_miss_factor, 1, 20),
 };
 
 /* Profile keys of per-kind overrides, in ns (see enum cost_kind). */
@@ -99,6 +109,49 @@ static int get_number(const cJSON *o, const char *key, double lo, double hi,
 		return -1;
 	}
 	*out = v->valuedouble;
+	return 0;
+}
+
+/*
+ * Read every row of @keys from table @o into the struct at @base; besides
+ * them the table may hold only the booleans named in @flags.
+ */
+static int get_table(const cJSON *o, const char *table,
+		     const struct machine_key *keys, size_t nr,
+		     const char *const *flags, void *base, char *err)
+{
+	const cJSON *item;
+
+	if (!cJSON_IsObject(o))
+		return fail(err, "needs a table", table);
+	for (size_t i = 0; i < nr; i++)
+		if (get_number(o, keys[i].name, keys[i].lo, keys[i].hi,
+			       (double *)((char *)base + keys[i].offset), err))
+			return -1;
+	cJSON_ArrayForEach (item, o) {
+		bool known = false;
+
+		for (size_t i = 0; i < nr; i++)
+			known |= !strcmp(item->string, keys[i].name);
+		for (size_t i = 0; flags && flags[i]; i++)
+			known |= !strcmp(item->string, flags[i]);
+		if (!known) {
+			snprintf(err, ERRLEN,
+				 "machine profile: unknown key '%s' in [%s]",
+				 item->string, table);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int get_bool(const cJSON *o, const char *key, bool *out, char *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	if (!cJSON_IsBool(v))
+		return fail(err, "needs true or false for", key);
+	*out = cJSON_IsTrue(v);
 	return 0;
 }
 
@@ -142,9 +195,22 @@ static int parse_topology(const cJSON *t, char *err)
 	return 0;
 }
 
+static int parse_hardware(const cJSON *h, char *err)
+{
+	static const char *const flags[] = { "meltdown", "vm_guest", NULL };
+	struct sim_hardware *hw = &sim_machine.hw;
+
+	if (get_table(h, "hardware", hardware_keys, ARRAY_SIZE(hardware_keys),
+		      flags, hw, err) ||
+	    get_bool(h, "meltdown", &hw->meltdown, err) ||
+	    get_bool(h, "vm_guest", &hw->vm_guest, err))
+		return -1;
+	return 0;
+}
+
 static u64 cycles_ps(double cycles)
 {
-	return (u64)llround(cycles * 1000.0 / sim_machine.ghz);
+	return (u64)llround(cycles * 1000.0 / sim_machine.clock_ghz);
 }
 
 static u64 ns_ps(double ns)
@@ -152,40 +218,90 @@ static u64 ns_ps(double ns)
 	return (u64)llround(ns * 1000.0);
 }
 
-static void derive_costs(const double *k)
+/*
+ * The costs of a run of @gen with @tasks_per_node tasks, each touching
+ * @size_mib, on sockets whose busiest has @busy_share of its cores busy.
+ * The share of cold lines the LLC still holds depends on how many struct
+ * pages (64 bytes each in the kernel) the node's tasks churn; the clock
+ * falls from the maximum turbo (one core busy) to the base clock (all
+ * busy) in proportion, with no constant of its own.
+ */
+void sim_machine_derive(const struct kernel_gen *gen, int tasks_per_node,
+			double busy_share, unsigned long size_mib)
 {
 	struct sim_machine *m = &sim_machine;
-	double clear = (double)PAGE_SIZE / k[K_CLEAR];
-	double hop = m->sockets > 2 ? k[K_HOP] : 1.0;
+	const struct sim_hardware *hw = &m->hw;
+	const struct sim_constants *k = &m->k;
+	double churn = (double)tasks_per_node * (double)size_mib * 1048576.0 /
+		       (double)PAGE_SIZE * 64.0;
+	double llc = hw->llc_mb * 1048576.0 * m->sockets / m->numa_nodes;
+	double hit = churn > llc ? llc / churn : 1.0;
+	double dram = hw->dram_ns * (hw->vm_guest ? k->guest_miss_factor : 1);
+	double clear = (double)PAGE_SIZE / k->clear_bytes_per_cycle;
+	double fault =
+		gen && gen->folio_fault ? k->fault_cycles_6 : k->fault_cycles_4;
+	double socket_bw = hw->mem_gbs > 0 ? hw->mem_gbs * 1e9
+					   : hw->mem_channels * hw->mem_mts *
+						     8e6 * k->mem_bw_efficiency;
+	double node_bw = socket_bw * m->sockets / m->numa_nodes;
 
-	m->cost[COST_FAULT_BASE] = cycles_ps(k[K_FAULT]);
+	m->clock_ghz =
+		m->ghz + fmax(0, hw->turbo_ghz - m->ghz) * (1 - busy_share);
+	m->miss_ns = hit * hw->llc_ns + (1 - hit) * dram;
+	if (hw->meltdown)
+		fault += k->kpti_fault_cycles;
+	m->cost[COST_FAULT_BASE] =
+		cycles_ps(fault) + ns_ps(k->fault_misses * m->miss_ns);
 	m->cost[COST_CLEAR_PAGE] = cycles_ps(clear);
 	m->cost[COST_COPY_PAGE] = cycles_ps(2 * clear);
-	m->cost[COST_PCP_ALLOC] = cycles_ps(k[K_PCP_ALLOC]);
-	m->cost[COST_PCP_FREE] = cycles_ps(k[K_PCP_FREE]);
-	m->cost[COST_BUDDY_ALLOC_PAGE] = cycles_ps(k[K_ZONE_ALLOC]);
-	m->cost[COST_BUDDY_FREE_PAGE] = cycles_ps(k[K_ZONE_FREE]);
-	m->cost[COST_LRU_ADD_PAGE] = cycles_ps(k[K_LRU]);
-	m->cost[COST_LRU_DEL_PAGE] = cycles_ps(k[K_LRU]);
-	m->cost[COST_UNMAP_PAGE] = cycles_ps(k[K_UNMAP]);
-	m->cost[COST_MMAP] = cycles_ps(k[K_MMAP]);
-	m->smt_factor = k[K_SMT];
-	m->work_cv = min(k[K_WORK_CV], 1.0);
+	m->cost[COST_PCP_ALLOC] = cycles_ps(k->pcp_alloc_cycles);
+	m->cost[COST_PCP_FREE] = cycles_ps(k->pcp_free_cycles);
+	m->cost[COST_BUDDY_ALLOC_PAGE] =
+		cycles_ps(k->zone_alloc_page_cycles) +
+		ns_ps(k->zone_page_misses * m->miss_ns);
+	m->cost[COST_BUDDY_FREE_PAGE] = cycles_ps(k->zone_free_page_cycles) +
+					ns_ps(k->zone_page_misses * m->miss_ns);
+	m->cost[COST_LRU_ADD_PAGE] = cycles_ps(k->lru_page_cycles);
+	m->cost[COST_LRU_DEL_PAGE] = cycles_ps(k->lru_page_cycles);
+	m->cost[COST_UNMAP_PAGE] = cycles_ps(k->unmap_page_cycles);
+	m->cost[COST_MMAP] = cycles_ps(k->mmap_cycles);
+	for (int i = 0; i < NR_COST_KINDS; i++)
+		if (m->cost_override_ns[i] >= 0)
+			m->cost[i] = ns_ps(m->cost_override_ns[i]);
+	m->page_xfer_ps = (u64)llround((double)PAGE_SIZE * 1e12 / node_bw);
+	m->remote_page_ps = ns_ps(fmax(0, hw->remote_dram_ns - hw->dram_ns));
+	m->smt_factor = k->smt_factor;
+	m->work_cv = k->work_cv;
 	m->xfer[DIST_SAME] = 0;
-	m->xfer[DIST_SMT] = ns_ps(k[K_XFER_SMT]);
-	m->xfer[DIST_SOCKET] = ns_ps(k[K_XFER_SOCKET] +
-				     k[K_XFER_SOCKET_SQRT] *
-					     sqrt((double)m->cores_per_socket));
-	m->xfer[DIST_REMOTE] = ns_ps(k[K_XFER_REMOTE] * hop);
-	m->lock_lines[LOCK_ZONE] = (int)k[K_ZONE_LINES];
-	m->lock_lines[LOCK_LRU] = (int)k[K_LRU_LINES];
-	m->lock_lines[LOCK_PCP] = 0;
+	m->xfer[DIST_SMT] = ns_ps(hw->smt_ns);
+	m->xfer[DIST_SOCKET] = ns_ps(hw->socket_ns);
+	m->xfer[DIST_REMOTE] = ns_ps(hw->remote_ns);
+	m->lock_lines[LOCK_ZONE] = k->zone_lock_lines;
+	m->lock_lines[LOCK_LRU] = k->lru_lock_lines;
+	/*
+	 * A new holder pulls the lines the last holder wrote, at their
+	 * distance, and a new zone->lock holder also misses cold lines: the
+	 * struct pages of the free-list blocks it splits or merges into. An
+	 * average over holders: a fraction of a line is a share of them.
+	 */
+	for (int d = 0; d < NR_DIST; d++)
+		m->spin_steal[d] =
+			(u64)llround(k->spin_steal_lines * (double)m->xfer[d]);
+	for (int cls = 0; cls < NR_LOCK_CLASSES; cls++)
+		for (int d = 0; d < NR_DIST; d++)
+			m->lock_pull[cls][d] = (u64)llround(
+				m->lock_lines[cls] * (double)m->xfer[d] +
+				(cls == LOCK_ZONE ? k->zone_lock_misses *
+							    m->miss_ns * 1000
+						  : 0));
 }
 
-static int apply_overrides(const cJSON *costs, char *err)
+static int parse_overrides(const cJSON *costs, char *err)
 {
 	const cJSON *item;
 
+	for (int i = 0; i < NR_COST_KINDS; i++)
+		sim_machine.cost_override_ns[i] = -1;
 	if (!costs || cJSON_IsNull(costs))
 		return 0;
 	if (!cJSON_IsObject(costs))
@@ -201,44 +317,31 @@ static int apply_overrides(const cJSON *costs, char *err)
 		if (!cJSON_IsNumber(item) || item->valuedouble < 0)
 			return fail(err, "needs a number >= 0 for",
 				    item->string);
-		sim_machine.cost[kind] = ns_ps(item->valuedouble);
+		sim_machine.cost_override_ns[kind] = item->valuedouble;
 	}
 	return 0;
 }
 
-/* Read a machine profile (JSON of the TOML profile + constants). */
+/* Read a machine profile (JSON of the resolved profile + constants). */
 int sim_machine_parse(const cJSON *o, char *err)
 {
 	const cJSON *name = cJSON_GetObjectItemCaseSensitive(o, "name");
-	const cJSON *constants =
-		cJSON_GetObjectItemCaseSensitive(o, "constants");
 	const cJSON *lock = cJSON_GetObjectItemCaseSensitive(o, "lock");
-	double k[NR_CONSTANTS];
+	struct sim_machine *m = &sim_machine;
 
-	_Static_assert(ARRAY_SIZE(constant_names) == NR_CONSTANTS,
-		       "a name for every constant");
-
-	memset(&sim_machine, 0, sizeof(sim_machine));
+	memset(m, 0, sizeof(*m));
 	if (!cJSON_IsObject(o))
 		return fail(err, "must be a table, got", "machine");
-	snprintf(sim_machine.name, sizeof(sim_machine.name), "%s",
+	snprintf(m->name, sizeof(m->name), "%s",
 		 cJSON_IsString(name) ? name->valuestring : "unnamed");
 	if (parse_topology(cJSON_GetObjectItemCaseSensitive(o, "topology"),
-			   err))
-		return -1;
-	if (!cJSON_IsObject(constants))
-		return fail(err, "needs a table", "constants");
-	for (int i = 0; i < NR_CONSTANTS; i++)
-		if (get_number(constants, constant_names[i], 0, 1e9, &k[i],
-			       err))
-			return -1;
-	if (k[K_CLEAR] <= 0 || k[K_SMT] < 1)
-		return fail(
-			err,
-			"needs clear_bytes_per_cycle > 0 and smt_factor >= 1:",
-			"constants");
-	derive_costs(k);
-	if (apply_overrides(cJSON_GetObjectItemCaseSensitive(o, "costs"), err))
+			   err) ||
+	    parse_hardware(cJSON_GetObjectItemCaseSensitive(o, "hardware"),
+			   err) ||
+	    get_table(cJSON_GetObjectItemCaseSensitive(o, "constants"),
+		      "constants", constant_keys, ARRAY_SIZE(constant_keys),
+		      NULL, &m->k, err) ||
+	    parse_overrides(cJSON_GetObjectItemCaseSensitive(o, "costs"), err))
 		return -1;
 	if (lock && !cJSON_IsNull(lock)) {
 		if (!cJSON_IsString(lock) ||
@@ -247,16 +350,17 @@ int sim_machine_parse(const cJSON *o, char *err)
 			return fail(err, "takes lock = queued or ticket, not",
 				    cJSON_IsString(lock) ? lock->valuestring
 							 : "?");
-		sim_machine.ticket = !strcmp(lock->valuestring, "ticket");
+		m->ticket = !strcmp(lock->valuestring, "ticket");
 	}
+	sim_machine_derive(NULL, 1, 1.0, 0);
 	return 0;
 }
 
-/* The machine as the result reports it: topology and derived costs. */
+/* The machine as the result reports it: topology, facts, derived costs. */
 cJSON *sim_machine_json(void)
 {
 	struct sim_machine *m = &sim_machine;
-	cJSON *o = cJSON_CreateObject(), *t, *c;
+	cJSON *o = cJSON_CreateObject(), *t, *h, *c;
 	static const char *const dist[] = { "same_ns", "smt_ns", "socket_ns",
 					    "remote_ns" };
 
@@ -269,10 +373,21 @@ cJSON *sim_machine_json(void)
 	cJSON_AddNumberToObject(t, "cpus", m->nr_cpus);
 	cJSON_AddNumberToObject(t, "ghz", m->ghz);
 	cJSON_AddNumberToObject(t, "memory_gb", m->memory_gb);
+	cJSON_AddNumberToObject(t, "clock_ghz", m->clock_ghz);
+	h = cJSON_AddObjectToObject(o, "hardware");
+	for (size_t i = 0; i < ARRAY_SIZE(hardware_keys); i++)
+		cJSON_AddNumberToObject(
+			h, hardware_keys[i].name,
+			*(double *)((char *)&m->hw + hardware_keys[i].offset));
+	cJSON_AddBoolToObject(h, "meltdown", m->hw.meltdown);
+	cJSON_AddBoolToObject(h, "vm_guest", m->hw.vm_guest);
 	c = cJSON_AddObjectToObject(o, "costs");
 	for (int i = 0; i < NR_COST_KINDS; i++)
 		cJSON_AddNumberToObject(c, cost_names[i],
 					(double)m->cost[i] / 1000.0);
+	cJSON_AddNumberToObject(c, "cold_line_ns", m->miss_ns);
+	cJSON_AddNumberToObject(c, "dram_page_ns",
+				(double)m->page_xfer_ps / 1000.0);
 	cJSON_AddNumberToObject(c, "smt_factor", m->smt_factor);
 	cJSON_AddNumberToObject(c, "work_cv", m->work_cv);
 	for (int i = 0; i < NR_DIST; i++)

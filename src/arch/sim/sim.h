@@ -18,6 +18,7 @@ struct vcpu {
 	struct vcpu *next; /* next waiter on the same lock */
 	u64 wait_from; /* when it started waiting (ps) */
 	u64 cost[NR_COST_KINDS];
+	u64 stolen; /* extra ps per page while a waiter spins (lock.c) */
 	void (*fn)(void *arg);
 	void *arg;
 	void *stack;
@@ -27,18 +28,76 @@ struct vcpu {
 
 enum cpu_distance { DIST_SAME, DIST_SMT, DIST_SOCKET, DIST_REMOTE, NR_DIST };
 
-/* The machine a run simulates: topology and derived costs (machine.c). */
+/*
+ * Public facts of the hardware (docs/machines.md): what a user can look up
+ * for a CPU and its platform, filled from the microarchitecture table when
+ * the profile names a cpu_model. Latencies in ns.
+ */
+struct sim_hardware {
+	double llc_mb; /* last-level cache of one socket, MiB */
+	double llc_ns; /* LLC hit */
+	double dram_ns; /* idle load from the local node's DRAM */
+	double remote_dram_ns; /* ... from another socket's DRAM */
+	double smt_ns; /* a cache line between the two threads of a core */
+	double socket_ns; /* ... between two cores of a socket (ring, mesh) */
+	double remote_ns; /* ... between two sockets */
+	double mem_channels; /* DRAM channels of one socket */
+	double mem_mts; /* their transfer rate, MT/s */
+	double turbo_ghz; /* the clock with one core busy (topology ghz: all) */
+	double mem_gbs; /* measured store bandwidth of a socket; 0: derive */
+	bool meltdown; /* KPTI on every kernel entry (Linux >= 4.15) */
+	bool vm_guest; /* a guest: its misses pay two-dimensional walks */
+};
+
+/*
+ * The global constants (python/pcplab/machines/constants.toml, fitted by
+ * `pcplab fit`): the same for every machine.
+ */
+struct sim_constants {
+	double fault_cycles_4; /* a 4.x page fault's core work */
+	double fault_cycles_6; /* ... on the folio fault path (5.16+) */
+	double kpti_fault_cycles; /* CR3 switches of a KPTI entry and exit */
+	double fault_misses; /* lines a fault misses (struct page, ptes) */
+	double clear_bytes_per_cycle; /* clear_page() at the core's speed */
+	double mem_bw_efficiency; /* share of the DRAM peak a socket delivers */
+	double pcp_alloc_cycles, pcp_free_cycles; /* pcp fast paths */
+	double zone_alloc_page_cycles; /* __rmqueue + expand per block */
+	double zone_free_page_cycles; /* __free_one_page per page */
+	double zone_page_misses; /* cold lines per page under zone->lock */
+	double lru_page_cycles; /* lruvec add or del of one folio */
+	double unmap_page_cycles; /* zap_pte_range, rmap, TLB per page */
+	double mmap_cycles; /* one mmap + munmap pair */
+	double smt_factor; /* a task with a busy SMT sibling is this slower */
+	double zone_lock_lines; /* lines a new zone->lock holder pulls */
+	double zone_lock_misses; /* cold lines it then misses (free lists) */
+	double spin_steal_lines; /* lines per page a spinning waiter steals */
+	double lru_lock_lines; /* ... lru_lock holder */
+	double work_cv; /* share of a fault's work that varies */
+	double guest_miss_factor; /* a guest's miss with its 2-D walk share */
+};
+
+/* The machine a run simulates: topology, facts and derived costs. */
 struct sim_machine {
 	char name[64];
 	int sockets, numa_nodes, cores_per_socket, smt;
 	int nr_cpus;
-	double ghz;
+	double ghz; /* base clock, every core busy */
 	double memory_gb;
+	double clock_ghz; /* the clock of this run's load (sim_machine_derive) */
+	struct sim_hardware hw;
+	struct sim_constants k;
+	double miss_ns; /* a cold line, LLC or DRAM (sim_machine_derive) */
 	u64 cost[NR_COST_KINDS]; /* ps per unit, one task per core */
+	double cost_override_ns[NR_COST_KINDS]; /* the profile's, or < 0 */
+	u64 page_xfer_ps; /* PAGE_SIZE through one node's DRAM channels */
+	u64 remote_page_ps; /* a remote page's first miss, beyond a local */
 	double smt_factor; /* cost multiplier with a busy sibling */
 	double work_cv; /* share of a fault's work that varies */
 	u64 xfer[NR_DIST]; /* ps to move a cache line */
-	int lock_lines[NR_LOCK_CLASSES]; /* lines a holder pulls over */
+	double lock_lines[NR_LOCK_CLASSES]; /* lines a holder pulls over */
+	u64 lock_pull[NR_LOCK_CLASSES][NR_DIST]; /* their time, by distance */
+	u64 spin_steal
+		[NR_DIST]; /* a page's extra miss with a waiter spinning */
 	bool ticket; /* ticket lock instead of queued */
 };
 
@@ -46,12 +105,18 @@ extern struct sim_machine sim_machine;
 
 /* machine.c */
 int sim_machine_parse(const cJSON *o, char *err);
+void sim_machine_derive(const struct kernel_gen *gen, int tasks_per_node,
+			double busy_share, unsigned long size_mib);
 cJSON *sim_machine_json(void);
 int cpu_socket(int cpu);
 int cpu_core(int cpu);
 int cpu_node_of(int cpu);
 int cpu_sibling(int cpu);
 enum cpu_distance cpu_distance(int a, int b);
+
+/* dram.c */
+void dram_init(void);
+void dram_write_page(const struct page *page, u64 core_ps, int pages);
 
 /* sched.c */
 int sim_init(int nr_vcpus);

@@ -34,6 +34,7 @@ struct spec {
 	bool threads; /* tasks are threads of one process (mode "thread") */
 	bool cross_free; /* task 2k allocates, task 2k+1 frees */
 	u64 node_mask; /* nodes whose CPUs take tasks (a cpuset), bit per node */
+	bool spread; /* placement "spread": unpinned, as the scheduler spreads */
 	char machine_name[64]; /* sim: the machine profile's name */
 	char args_json[512]; /* the workload's args, as given */
 	int nr_schedule;

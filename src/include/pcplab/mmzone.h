@@ -207,6 +207,12 @@ enum relinquish {
  */
 struct kernel_gen {
 	const char *name;
+	/*
+	 * v5.16+: the fault path works on folios, takes per-VMA locks (v6.4)
+	 * and pays the 5.x mitigations. Only the simulator's fault cost reads
+	 * it: the model's allocator behaviour does not depend on it.
+	 */
+	bool folio_fault;
 	bool pcp_high_order; /* orders 1..3 and THP on pcp lists (v5.13) */
 	bool high_from_zone; /* high from zone_highsize() (v5.14) */
 	bool free_factor; /* v5.14..v6.6 free_factor drain scaling */

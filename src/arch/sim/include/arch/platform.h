@@ -136,23 +136,28 @@ static inline void delay_ns(u64 ns)
 	current_vcpu->clock += ns * 1000;
 }
 
-/* A simulated frame has no bytes: clearing it only costs time. */
+void dram_write_page(const struct page *page, u64 core_ps, int pages);
+
+/*
+ * A simulated frame has no bytes: clearing it costs the core's time and a
+ * page of the node's DRAM bandwidth (dram.c).
+ */
 static inline void clear_page(struct page *page)
 {
-	cost(COST_CLEAR_PAGE, 1);
+	dram_write_page(page, current_vcpu->cost[COST_CLEAR_PAGE], 1);
 }
 
 /* A COW copy reads one frame and writes another. */
 static inline void copy_page(struct page *to, const struct page *from)
 {
-	cost(COST_COPY_PAGE, 1);
+	dram_write_page(to, current_vcpu->cost[COST_COPY_PAGE], 2);
 }
 
 /* Writing a whole page costs about what clearing it does. */
 static inline void write_page(struct page *page, size_t bytes)
 {
 	if (bytes >= PAGE_SIZE / 2)
-		cost(COST_CLEAR_PAGE, 1);
+		clear_page(page);
 }
 
 #endif

@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The DRAM channels of each node, shared by every CPU that clears or
+ * copies a page there: at 100+ tasks clearing 4 KiB pages a socket's
+ * memory controllers, not the cores, set the pace.
+ *
+ * Each node's channels are one server in virtual time: a page occupies it
+ * for PAGE_SIZE / (the node's bandwidth), first come first served. CPUs
+ * reach it without the conservative order of the locks (a sync per page
+ * would double the simulator's context switches), so one may arrive a few
+ * tens of microseconds out of virtual-time order; the server therefore
+ * only holds a CPU back once it is booked more than DRAM_SLACK_PS ahead of
+ * that CPU. Below saturation nothing waits; at saturation the node's pages
+ * per second are its bandwidth, shared first come first served. The
+ * result stays deterministic: the order CPUs run in is.
+ */
+#include <string.h>
+
+#include <pcplab/mm.h>
+#include "sim.h"
+
+#define DRAM_SLACK_PS (1000ULL * 1000 * 1000) /* 1 ms: above any skew */
+
+/* ps: when each node's channels are free */
+static u64 booked_until[MAX_NUMNODES];
+
+/* Every node's channels idle (a new run). */
+void dram_init(void)
+{
+	memset(booked_until, 0, sizeof(booked_until));
+}
+
+/*
+ * Write @pages pages' worth (a clear is one, a copy reads and writes: two)
+ * at @page: the core works @core_ps, the channels of the page's node carry
+ * the bytes, and a page on another node costs its first remote miss.
+ */
+void dram_write_page(const struct page *page, u64 core_ps, int pages)
+{
+	struct vcpu_hot *v = current_vcpu;
+	int nid = page_zone(page)->zone_pgdat->node_id;
+	u64 *booked = &booked_until[nid];
+	u64 done = v->clock + core_ps;
+
+	*booked = max(*booked, v->clock) + sim_machine.page_xfer_ps * pages;
+	if (v->id >= 0 && nid != cpu_to_node(v->id))
+		done += sim_machine.remote_page_ps;
+	if (*booked > done + DRAM_SLACK_PS)
+		done = *booked - DRAM_SLACK_PS;
+	v->clock = done;
+}

@@ -1,0 +1,259 @@
+"""Machine profiles from public facts: the table, resolution, checks, physics."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tomllib
+
+import pytest
+
+from pcplab import engine, machines
+from pcplab.errors import BadInput
+
+UARCH_KEYS = {
+    "vendor",
+    "year",
+    "models",
+    "interconnect",
+    *machines.TABLE_FACTS,
+    "cores_per_socket",
+    "ghz",
+}
+TOPOLOGY = """
+[topology]
+sockets = 2
+numa_nodes = 2
+cores_per_socket = 8
+smt = 2
+ghz = 2.2
+memory_gb = 64
+"""
+
+
+def _profile(tmp_path, text: str, name: str = "m") -> str:
+    """Write a profile and return its path."""
+    path = tmp_path / f"{name}.toml"
+    path.write_text(text)
+    return str(path)
+
+
+def _resolve(profile: dict, **spec) -> dict:
+    """Resolve a page_fault1 spec on PROFILE; return the engine's machine detail."""
+    request = {"engine": "sim", "workload": "page_fault1", "machine": profile, **spec}
+    return engine.resolve(request)["machine_detail"]
+
+
+def test_every_uarch_entry_has_every_fact_with_its_source():
+    """Each figure of uarch.toml stands with a source comment (or an estimate)."""
+    table = machines.uarch_table()
+    uarchs = {k: v for k, v in table.items() if k != "cpu"}
+    assert {"skylake-sp", "broadwell-ep", "sapphire-rapids", "zen5"} <= set(uarchs)
+    for name, entry in uarchs.items():
+        assert UARCH_KEYS <= set(entry), f"{name} lacks {UARCH_KEYS - set(entry)}"
+    figures = re.compile(r"^(\w+_ns|llc_mb|mem_\w+|\w*ghz|meltdown) = ")
+    for line in machines.UARCH.read_text().splitlines():
+        if figures.match(line):
+            assert "#" in line, f"no source for: {line}"
+
+
+def test_every_cpu_model_resolves_to_its_own_uarch_only():
+    """A CPU model string matches the patterns of its own microarchitecture."""
+    table = machines.uarch_table()
+    for model, part in table["cpu"].items():
+        name, _, _ = machines.find_uarch(model)
+        assert name == part["uarch"]
+        stripped = model + " "  # the same string, not the table's key
+        assert machines.find_uarch(stripped)[0] == part["uarch"]
+
+
+def test_a_topology_and_a_cpu_model_are_enough(tmp_path):
+    """The CPU model fills every fact; the run goes."""
+    path = _profile(tmp_path, 'cpu_model = "Intel Xeon E5-2699 v4"\n' + TOPOLOGY)
+    profile = machines.load_profile(path)
+    part = machines.uarch_table()["cpu"]["Intel Xeon E5-2699 v4"]
+    assert profile["hardware"]["llc_mb"] == part["llc_mb"]
+    assert profile["hardware"]["meltdown"] is True
+    result = engine.run(
+        {
+            "engine": "sim",
+            "machine": profile,
+            "workload": "page_fault1",
+            "tasks": 4,
+            "duration_s": 0.05,
+            "warmup_s": 0.02,
+        }
+    )
+    assert result["throughput"]["ops_per_s"] > 0
+    assert result["machine"]["hardware"]["socket_ns"] == pytest.approx(
+        machines.uarch_table()["broadwell-ep"]["socket_ns"]
+    )
+
+
+def test_a_topology_alone_gets_the_generic_facts(tmp_path):
+    """No CPU model: the generic entry, its LLC scaled to the cores."""
+    profile = machines.load_profile(_profile(tmp_path, TOPOLOGY))
+    generic = machines.uarch_table()["generic"]
+    assert profile["hardware"]["dram_ns"] == generic["dram_ns"]
+    assert profile["hardware"]["llc_mb"] == pytest.approx(
+        generic["llc_mb"] * 8 / generic["cores_per_socket"]
+    )
+
+
+def test_a_profile_fact_overrides_the_table(tmp_path):
+    """[hardware] keys win over the CPU model's."""
+    text = (
+        'cpu_model = "Intel Xeon Platinum 8160"\n'
+        + TOPOLOGY
+        + ("\n[hardware]\ndram_ns = 123.0\n")
+    )
+    profile = machines.load_profile(_profile(tmp_path, text))
+    assert profile["hardware"]["dram_ns"] == 123.0
+    assert _resolve(profile)["hardware"]["dram_ns"] == 123.0
+
+
+BAD_FACTS = [
+    ("llc_mb", "0.0", "llc_mb"),
+    ("llc_ns", "500.0", "llc_ns"),
+    ("dram_ns", "5.0", "dram_ns"),
+    ("remote_dram_ns", "1e6", "remote_dram_ns"),
+    ("smt_ns", "-1.0", "smt_ns"),
+    ("socket_ns", "5000.0", "socket_ns"),
+    ("remote_ns", "-3.0", "remote_ns"),
+    ("mem_channels", "0", "mem_channels"),
+    ("mem_mts", "50", "mem_mts"),
+    ("turbo_ghz", "99.0", "turbo_ghz"),
+    ("mem_gbs", "-1.0", "mem_gbs"),
+    ("dram_ns", '"fast"', "dram_ns"),
+    ("meltdown", "1", "meltdown"),
+    ("vm_guest", '"yes"', "vm_guest"),
+    ("uarch", '"pentium"', "pentium"),
+    ("cache_mb", "3.0", "cache_mb"),
+]
+
+
+@pytest.mark.parametrize(("key", "value", "named"), BAD_FACTS)
+def test_a_bad_fact_is_one_line_naming_it(tmp_path, key, value, named):
+    """Every [hardware] key refuses a bad value with its name, exit 2."""
+    text = TOPOLOGY + f"\n[hardware]\n{key} = {value}\n"
+    path = _profile(tmp_path, text)
+    out = tmp_path / "r.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pcplab.cli",
+            "run",
+            "--engine",
+            "sim",
+            "--machine",
+            path,
+            "--workload",
+            "page_fault1",
+            "--duration",
+            "0.01",
+            "--output",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and named in lines[0], lines
+    if key in machines.HARDWARE_NUMBERS and value[0].isdigit():
+        assert "allowed" in lines[0]
+    assert not out.exists()
+
+
+def test_unknown_cpu_model_and_own_constants_are_refused(tmp_path):
+    """A CPU model no table entry matches, and a per-machine constant."""
+    with pytest.raises(BadInput, match="matches no microarchitecture"):
+        z80 = _profile(tmp_path, 'cpu_model = "Zilog Z80"\n' + TOPOLOGY)
+        machines.load_profile(z80)
+    text = TOPOLOGY + "\n[constants]\nsmt_factor = 1.2\n"
+    with pytest.raises(BadInput, match="unknown keys constants"):
+        machines.load_profile(_profile(tmp_path, text, "c"))
+
+
+def test_the_clock_turbos_with_few_busy_cores():
+    """One busy core runs at the maximum turbo, a full socket at base."""
+    profile = machines.load_profile("skylake-ex")
+    one = _resolve(profile, tasks=1)["topology"]["clock_ghz"]
+    full = _resolve(profile)["topology"]["clock_ghz"]
+    assert one == pytest.approx(profile["hardware"]["turbo_ghz"], rel=0.02)
+    assert full == pytest.approx(profile["topology"]["ghz"])
+
+
+def test_dram_bandwidth_caps_the_clearing_of_pages(tmp_path):
+    """Narrow DRAM channels, not the cores, set the pace of page_fault1."""
+    text = 'cpu_model = "Intel Xeon E5-2699 v4"\n' + TOPOLOGY
+    rates = {}
+    for mts in (2400, 200):
+        path = _profile(
+            tmp_path, text + f"\n[hardware]\nmem_channels = 1\nmem_mts = {mts}\n"
+        )
+        result = engine.run(
+            {
+                "engine": "sim",
+                "machine": machines.load_profile(path),
+                "workload": "page_fault1",
+                "tasks": 16,
+                "duration_s": 0.2,
+                "warmup_s": 0.05,
+                "nodes": [0],
+            }
+        )
+        rates[mts] = result["throughput"]["pages_per_s"]
+        bandwidth = result["machine"]["costs"]["dram_page_ns"]
+        cap = 1e9 / bandwidth  # pages per second one node's channels carry
+    assert rates[200] < 0.5 * rates[2400]
+    # the 2-socket machine's node 0 has one socket's channels: 1.6 GB/s * 0.7
+    assert rates[200] <= cap * 1.05
+
+
+def test_spread_placement_uses_both_nodes_and_a_cpuset_confines_it():
+    """Unpinned mmap_fill tasks spread over nodes; confined, they contend more."""
+    profile = machines.load_profile("broadwell-ep")
+    base = {
+        "engine": "sim",
+        "machine": profile,
+        "workload": "mmap_fill",
+        "tasks": 10,
+        "size_mib": 256,
+        "duration_s": 0.3,
+        "warmup_s": 0.1,
+        "placement": "spread",
+    }
+    spread = engine.run(base)
+    pinned = engine.run({**base, "placement": "pinned"})
+    confined = engine.run({**base, "nodes": [0]})
+    assert spread["spec"]["placement"] == "spread"
+    # pinned fills node 0 first (10 tasks on one node's zone), as the cpuset does
+    for one in (pinned, confined):
+        assert (
+            one["latency_ns"]["rmqueue_bulk"]["avg"]
+            > 1.1 * spread["latency_ns"]["rmqueue_bulk"]["avg"]
+        )
+
+
+def test_unknown_placement_is_refused():
+    """A placement is pinned or spread."""
+    with pytest.raises(BadInput, match="unknown placement 'loose'"):
+        engine.resolve(
+            {
+                "engine": "sim",
+                "machine": machines.load_profile("haswell-desktop"),
+                "workload": "page_fault1",
+                "placement": "loose",
+            }
+        )
+
+
+def test_builtin_profiles_name_their_cpu_where_the_reference_does():
+    """Every reference profile but the unknown ones names a CPU model."""
+    for name in ("skylake-ex", "broadwell-ep", "haswell-ep", "sandybridge-desktop"):
+        text = machines.profile_paths()[name].read_text()
+        assert "cpu_model" in tomllib.loads(text)
