@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
+import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -344,6 +347,12 @@ def pagesets(
     metavar="N[,N...]",
     help="Place tasks only on these NUMA nodes' CPUs (a cpuset).",
 )
+@click.option(
+    "--placement",
+    type=click.Choice(["pinned", "spread"]),
+    help="pinned: one task per CPU (will-it-scale, the default); "
+    "spread: unpinned, as the scheduler spreads them (docs/machines.md).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result JSON.")
 @click.option("--output", metavar="FILE", help="Also write the result JSON to FILE.")
 def run(
@@ -366,6 +375,7 @@ def run(
     mode: str | None,
     cross_free: bool,
     nodes: str | None,
+    placement: str | None,
     as_json: bool,
     output: str | None,
 ) -> None:
@@ -398,6 +408,7 @@ def run(
         "size_mib": size_mib,
         "seed": seed,
         "mode": mode,
+        "placement": placement,
     }
     spec.update({key: value for key, value in optional.items() if value is not None})
     if no_free_scaling:
@@ -444,7 +455,7 @@ def machines_command(name: str | None, as_json: bool) -> None:
         if as_json:
             _emit_json(rows)
             return
-        headers = ["name", "cpus", "sockets", "nodes", "GHz", "memory", "description"]
+        headers = ["name", "cpus", "sockets", "nodes", "GHz", "memory", "cpu model"]
         table = [
             [
                 r["name"],
@@ -453,7 +464,7 @@ def machines_command(name: str | None, as_json: bool) -> None:
                 r["numa_nodes"],
                 r["ghz"],
                 f"{r['memory_gb']} GB",
-                r["description"],
+                r["cpu_model"] or "-",
             ]
             for r in rows
         ]
@@ -472,6 +483,8 @@ def machines_command(name: str | None, as_json: bool) -> None:
     click.echo(
         f"{detail.get('name')}: " + ", ".join(f"{k} {v}" for k, v in topo.items())
     )
+    hardware = detail.get("hardware", {})
+    click.echo("hardware: " + ", ".join(f"{k} {v}" for k, v in hardware.items()))
     for line in format_table(
         ["cost", "value"],
         [[k, v] for k, v in detail.get("costs", {}).items()],
@@ -490,17 +503,24 @@ cli.add_command(sweep_command)  # pcplab sweep --param KEY=V1,V2 ...
 @click.argument("names", nargs=-1)
 @click.option("--quick", is_flag=True, help="Fewer rows, shorter runs.")
 @click.option("--jobs", type=int, default=2, show_default=True, help="Parallel runs.")
+@click.option(
+    "--left-out/--no-left-out",
+    default=True,
+    show_default=True,
+    help="Also predict each machine with the constants fitted without it.",
+)
 @click.option("--out", metavar="FILE", help="Also write the Markdown to FILE.")
 @click.option("--json", "json_out", metavar="FILE", help="Write the rows as JSON.")
 def fidelity_command(
     names: tuple[str, ...],
     quick: bool,
     jobs: int,
+    left_out: bool,
     out: str | None,
     json_out: str | None,
 ) -> None:
     """Run the reference experiments on the sim engine; print model vs published."""
-    from pcplab import fidelity
+    from pcplab import fidelity, fidelity_doc, fit
 
     unknown = sorted(set(names) - set(fidelity.EXPERIMENTS))
     if unknown:
@@ -517,12 +537,93 @@ def fidelity_command(
         for name, run_one in fidelity.EXPERIMENTS.items()
         if not names or name in names
     }
-    text = fidelity.render_markdown(results)
+    owner = fidelity.reference_machines()
+    folds = {
+        m: c
+        for m, c in fit.crossval_constants().items()
+        if left_out and owner.get(m) in results
+    }
+    cv = fidelity.left_out(folds, quick, jobs)
+    text = fidelity_doc.render_document(results, cv)
     click.echo(text)
     if out:
         Path(out).write_text(text + "\n")
     if json_out:
-        Path(json_out).write_text(json.dumps(results, indent=1) + "\n")
+        doc = {"in_sample": results, "left_out": cv}
+        Path(json_out).write_text(json.dumps(doc, indent=1) + "\n")
+
+
+@cli.command("fit", short_help="Fit the global constants on shared/reference.")
+@click.option(
+    "--constants",
+    "names",
+    metavar="A,B",
+    help="Fit only these constants of the [fit] table (default: all of it).",
+)
+@click.option(
+    "--max-nfev",
+    type=click.IntRange(1, 10000),
+    default=40,
+    show_default=True,
+    help="Trials of the least-squares search (each runs every fitted row).",
+)
+@click.option(
+    "--cross-validate",
+    "folds_nfev",
+    type=click.IntRange(0, 10000),
+    default=0,
+    show_default=True,
+    metavar="N",
+    help="Also leave each machine out and refit without it, N trials each.",
+)
+@click.option("--jobs", type=click.IntRange(1, 256), default=2, show_default=True)
+@click.option(
+    "--out",
+    metavar="DIR",
+    default="fit",
+    show_default=True,
+    help="Write constants.toml, crossval.toml and fit.json here.",
+)
+def fit_command(
+    names: str | None, max_nfev: int, folds_nfev: int, jobs: int, out: str
+) -> None:
+    r"""Fit the [fit] constants by least squares over every reference row.
+
+    Residuals are errors in units of the project's tolerances
+    (docs/fidelity.md). Copy the written constants.toml and crossval.toml
+    into python/pcplab/machines/ to make them the model's.
+
+    \b
+    Example:
+      pcplab fit --max-nfev 30 --cross-validate 10 --out fit
+    """
+    from pcplab import fidelity, fit
+
+    space = fit.Space.from_file(names.split(",") if names else None)
+    directory = Path(out)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BadInput(f"--out {out}: cannot create it ({exc.strerror})") from exc
+    _check_output_path(str(directory / "fit.json"))
+    start = machines.constants()
+    everyone = list(fidelity.reference_machines())
+    result = fit.fit(space, start, everyone, jobs, max_nfev, log=click.echo)
+    day = time.strftime("%Y-%m-%d")
+    note = f"{result.evaluations} trials, cost {result.cost:.1f} ({day})"
+    shutil.copy(machines.CONSTANTS, directory / "constants.toml")
+    fit.write_constants(directory / "constants.toml", result.constants, note)
+    report: dict[str, Any] = {"fit": asdict(result)}
+    if folds_nfev:
+        folds = fit.cross_validate(
+            space, result.constants, jobs, folds_nfev, click.echo
+        )
+        fit.write_crossval(directory / "crossval.toml", folds, note)
+        report["folds"] = {m: asdict(r) for m, r in folds.items()}
+    (directory / "fit.json").write_text(json.dumps(report, indent=1) + "\n")
+    for key, value in result.constants.items():
+        click.echo(f"{key} = {value}")
+    click.echo(f"wrote {directory}/constants.toml ({note})")
 
 
 @cli.command("calibrate", short_help="Measure this host; write its machine profile.")

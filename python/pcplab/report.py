@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pcplab.fidelity import error_pct, render_markdown
+from pcplab.fidelity import error_pct
+from pcplab.fidelity_doc import render_markdown
 from pcplab.funclatency import format_funclatency
 
 SEP = "   "

@@ -1,0 +1,188 @@
+"""`pcplab fit`: the global constants by least squares on shared/reference.
+
+A machine differs from another only by its facts (machines/uarch.toml and
+its profile); the constants in machines/constants.toml are the same for
+all. This module fits the ones listed in that file's [fit] table over every
+reference row the experiments' [fit] tables name, with scipy's
+least_squares, and judges the fit on machines it has not seen: leave one
+machine out, fit on the rest, predict it.
+
+Every residual is an error divided by the tolerance the project holds the
+model to (pcplab.tolerance), so a residual of 1 is a miss at the edge of
+tolerance, whatever the metric.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import tomli_w
+from scipy.optimize import least_squares
+
+from pcplab import fidelity, machines
+from pcplab.errors import BadInput
+from pcplab.tolerance import residuals
+
+
+def evaluate(
+    constants: dict[str, float] | None,
+    only: Sequence[str],
+    workers: int,
+    mode: str = "fit",
+) -> dict[str, list[dict[str, Any]]]:
+    """Run the fitted experiments' rows of machines ONLY with CONSTANTS."""
+    return fidelity.run_machines(only, workers, mode=mode, constants=constants)
+
+
+@dataclass
+class Space:
+    """The constants being fitted, searched as log-scaled values in [0, 1]."""
+
+    names: list[str]
+    lo: np.ndarray
+    hi: np.ndarray
+
+    @classmethod
+    def from_file(cls, names: Sequence[str] | None = None) -> Space:
+        """Return the [fit] table of constants.toml (or the NAMES of it)."""
+        bounds = machines.read_toml(machines.CONSTANTS).get("fit", {})
+        if names:
+            unknown = sorted(set(names) - set(bounds))
+            if unknown:
+                raise BadInput(
+                    f"cannot fit {', '.join(unknown)}; fittable: "
+                    f"{', '.join(sorted(bounds))}"
+                )
+            bounds = {k: bounds[k] for k in names}
+        if not bounds:
+            raise BadInput("nothing to fit: constants.toml has an empty [fit] table")
+        keys = list(bounds)
+        lo = np.array([float(bounds[k][0]) for k in keys])
+        hi = np.array([float(bounds[k][1]) for k in keys])
+        if np.any(lo <= 0) and np.any(lo < 0):
+            raise BadInput("[fit] bounds must be >= 0")
+        return cls(keys, np.maximum(lo, 1e-3), hi)
+
+    def to_unit(self, values: dict[str, float]) -> np.ndarray:
+        """Map constants to the search's [0, 1] log scale (clipped to bounds)."""
+        v = np.clip([values[k] for k in self.names], self.lo, self.hi)
+        return np.log(v / self.lo) / np.log(self.hi / self.lo)
+
+    def from_unit(self, x: np.ndarray) -> dict[str, float]:
+        """Map a point of the search back to constants."""
+        v = self.lo * np.exp(np.clip(x, 0, 1) * np.log(self.hi / self.lo))
+        return {k: float(round(val, 4)) for k, val in zip(self.names, v, strict=True)}
+
+
+@dataclass
+class FitResult:
+    """What one least-squares fit found."""
+
+    constants: dict[str, float]
+    cost: float  # sum of squared residuals / 2, in tolerances
+    residuals: list[tuple[str, str, float]]
+    evaluations: int
+    machines: list[str] = field(default_factory=list)
+
+
+def fit(
+    space: Space,
+    start: dict[str, float],
+    only: Sequence[str],
+    workers: int,
+    max_nfev: int,
+    log: Callable[[str], None] = lambda _: None,
+) -> FitResult:
+    """Fit SPACE's constants on the rows of machines ONLY, from START."""
+    seen: dict[bytes, list[tuple[str, str, float]]] = {}
+
+    def trial(x: np.ndarray) -> np.ndarray:
+        key = np.round(x, 6).tobytes()
+        if key not in seen:
+            constants = space.from_unit(x)
+            seen[key] = residuals(evaluate(constants, only, workers))
+            r = np.array([v for _, _, v in seen[key]])
+            log(f"trial {len(seen)}: cost {0.5 * float(r @ r):.1f} {constants}")
+        return np.array([v for _, _, v in seen[key]])
+
+    x0 = space.to_unit(start)
+    sol = least_squares(
+        trial, x0, bounds=(0, 1), diff_step=0.02, x_scale=0.1, max_nfev=max_nfev
+    )
+    best = space.from_unit(sol.x)
+    return FitResult(
+        constants=best,
+        cost=float(sol.cost),
+        residuals=seen[np.round(sol.x, 6).tobytes()],
+        evaluations=len(seen),
+        machines=list(only),
+    )
+
+
+def write_constants(path: Path, fitted: dict[str, float], note: str) -> None:
+    """Rewrite constants.toml with FITTED values, keeping its comments."""
+    lines = path.read_text().splitlines()
+    out = []
+    for line in lines:
+        key = line.split("=", 1)[0].strip()
+        in_fit = out and any(x.strip().startswith("[fit]") for x in out)
+        if key in fitted and not in_fit and not line.lstrip().startswith("#"):
+            comment = line[line.index("#") :] if "#" in line else ""
+            text = (
+                f"{key} = {tomli_w.dumps({'v': fitted[key]}).split('=', 1)[1].strip()}"
+            )
+            line = f"{text:<31} {comment}".rstrip()
+        out.append(line)
+    header = f"# Last fit: {note}"
+    out = [x for x in out if not x.startswith("# Last fit:")]
+    out.insert(next(i for i, x in enumerate(out) if not x.startswith("#")), header)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("\n".join(out) + "\n")
+    tmp.replace(path)
+
+
+CROSSVAL = machines.CROSSVAL
+
+
+def cross_validate(
+    space: Space,
+    start: dict[str, float],
+    workers: int,
+    max_nfev: int,
+    log: Callable[[str], None] = lambda _: None,
+) -> dict[str, FitResult]:
+    """Fit once per reference machine, leaving that machine's rows out."""
+    everyone = list(fidelity.reference_machines())
+    out = {}
+    for left_out in everyone:
+        log(f"leaving out {left_out}")
+        rest = [m for m in everyone if m != left_out]
+        out[left_out] = fit(space, start, rest, workers, max_nfev, log)
+    return out
+
+
+def write_crossval(path: Path, folds: dict[str, FitResult], note: str) -> None:
+    """Write each left-out machine's constants (fitted without it) to PATH."""
+    doc = {
+        "note": note,
+        "left_out": {m: r.constants for m, r in folds.items()},
+    }
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(
+        "# Leave-one-machine-out fits (`pcplab fit --cross-validate`): each\n"
+        "# reference machine's constants fitted on the other machines only.\n"
+        "# `pcplab fidelity` predicts each machine with its own fold.\n"
+        + tomli_w.dumps(doc)
+    )
+    tmp.replace(path)
+
+
+def crossval_constants() -> dict[str, dict[str, float]]:
+    """Return the constants of each left-out machine, if a cross-validation ran."""
+    if not CROSSVAL.is_file():
+        return {}
+    return machines.read_toml(CROSSVAL).get("left_out", {})

@@ -1,0 +1,125 @@
+"""`pcplab fit`: tolerances, the search space, the constants file, a real fit."""
+
+from __future__ import annotations
+
+import math
+import shutil
+import tomllib
+
+import pytest
+
+from pcplab import fidelity, fit, machines, tolerance
+from pcplab.errors import BadInput
+
+
+def _aaron_row(machine, batch, score, pub, change=0.0, change_pub=0.0):
+    """Return a 2018 result row as fidelity.aaron2018 does."""
+    return {
+        "machine": machine,
+        "batch": batch,
+        "score": score,
+        "score_published": pub,
+        "change_pct": change,
+        "change_published": change_pub,
+        "zone_contention": 10.0,
+        "zone_published": 30.0,
+        "lru_contention": 50.0,
+        "lru_published": 50.0,
+    }
+
+
+def test_residuals_are_errors_in_tolerances():
+    """10% over on score, 5 points on change, 20 points on zone: 1, 1, -2."""
+    rows = [
+        _aaron_row("M", 31, 110.0, 100.0),
+        _aaron_row("M", 63, 100.0, 100.0, change=5.0, change_pub=0.0),
+    ]
+    res = {what: value for _, what, value in tolerance.residuals({"aaron2018": rows})}
+    assert res["score@31"] == pytest.approx(1.0)
+    assert res["score@63"] == pytest.approx(0.0)
+    assert res["change@63"] == pytest.approx(1.0)
+    assert "change@31" not in res  # the base row's change is 0 by definition
+    assert res["zone@31"] == pytest.approx(-2.0)
+    assert res["lru@31"] == pytest.approx(0.0)
+
+
+def test_a_ratio_miss_counts_the_same_above_and_below():
+    """Twice and half the published figure are equally far from it."""
+    kind = tolerance.KINDS["ratio"]
+    assert kind.residual(2.0, 1.0) == pytest.approx(1.0)
+    assert kind.residual(0.5, 1.0) == pytest.approx(-1.0)
+    assert kind.error(1.0) == "2.00x"
+    assert tolerance.KINDS["score"].error(1.0) == "+10.0%"
+
+
+def test_worst_by_machine_keeps_the_largest_miss():
+    """Per machine and kind, the row with the largest |residual|."""
+    res = [("M", "score@31", 0.5), ("M", "score@63", -1.5), ("N", "zone@31", 0.1)]
+    worst = tolerance.worst_by_machine(res)
+    assert worst["M"]["score"] == ("score@63", -1.5)
+    assert worst["N"]["zone"] == ("zone@31", 0.1)
+
+
+def test_space_maps_constants_both_ways_within_bounds():
+    """The search's unit interval is the log of the [fit] bounds."""
+    space = fit.Space.from_file(["zone_lock_lines", "smt_factor"])
+    start = {"zone_lock_lines": 8.0, "smt_factor": 1.3}
+    x = space.to_unit(start)
+    assert all(0 <= v <= 1 for v in x)
+    assert space.from_unit(x) == pytest.approx(start, rel=1e-3)
+    lo = space.from_unit([0.0, 0.0])
+    assert lo["zone_lock_lines"] == pytest.approx(space.lo[0])
+
+
+def test_an_unknown_constant_is_refused():
+    """Only constants of the [fit] table can be fitted."""
+    with pytest.raises(BadInput, match="cannot fit nosuch"):
+        fit.Space.from_file(["nosuch"])
+
+
+def test_write_constants_keeps_comments_and_the_fit_table(tmp_path):
+    """Fitted values replace the old ones; comments and [fit] stay."""
+    path = tmp_path / "constants.toml"
+    shutil.copy(machines.CONSTANTS, path)
+    fit.write_constants(path, {"smt_factor": 1.234, "zone_lock_lines": 9.5}, "test")
+    text = path.read_text()
+    doc = tomllib.loads(text)
+    assert doc["smt_factor"] == 1.234 and doc["zone_lock_lines"] == 9.5
+    assert doc["fit"] == tomllib.loads(machines.CONSTANTS.read_text())["fit"]
+    assert "# a task whose SMT sibling is busy" in text
+    assert text.count("# Last fit: test") == 1
+
+
+def test_reference_machines_have_profiles():
+    """Every reference machine of every fitted experiment maps to a profile."""
+    owner = fidelity.reference_machines()
+    assert {"Haswell-EP", "Sandybridge-Desktop", "Cascade Lake Server"} <= set(owner)
+    for machine, name in owner.items():
+        profile = fidelity.profile_for(fidelity.load_experiment(name), machine)
+        machines.load_profile(profile)
+
+
+def test_an_unmapped_reference_machine_is_one_line(tmp_path, monkeypatch):
+    """A reference row whose machine has no profile: BadInput, not KeyError."""
+    target = tmp_path / "experiments"
+    shutil.copytree(fidelity.experiments_dir(), target)
+    path = target / "aaron2018.toml"
+    path.write_text(path.read_text().replace('"Haswell-EP" = "haswell-ep"\n', ""))
+    monkeypatch.setenv("PCPLAB_EXPERIMENTS", str(target))
+    with pytest.raises(BadInput, match="'Haswell-EP' of aaron2018 has no machine"):
+        fidelity.aaron2018(True, 1)
+
+
+def test_a_small_fit_does_not_get_worse():
+    """A least-squares fit of one constant on one machine lowers its cost."""
+    space = fit.Space.from_file(["fault_cycles_4"])
+    start = {**machines.constants(), "fault_cycles_4": 900.0}
+    only = ["Sandybridge-Desktop"]
+    before = tolerance.residuals(fit.evaluate(start, only, 2))
+    cost = 0.5 * sum(v * v for *_, v in before)
+    result = fit.fit(space, start, only, 2, max_nfev=3)
+    assert result.cost <= cost + 1e-9
+    assert result.evaluations >= 2
+    assert math.isfinite(result.cost)
+    # the desktop's score is too high with 900 cycles: the fit adds cycles
+    assert result.constants["fault_cycles_4"] > 900.0
