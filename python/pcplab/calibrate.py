@@ -106,7 +106,7 @@ def _llc_bytes() -> int:
 
 
 def _host_flags() -> dict[str, Any]:
-    """Return what the kernel says of this CPU: model, Meltdown, hypervisor."""
+    """Return what the kernel says of this CPU: model, Meltdown, ERMS, hypervisor."""
     model, flags = "", ""
     for line in Path("/proc/cpuinfo").read_text().splitlines():
         key, _, value = line.partition(":")
@@ -119,6 +119,7 @@ def _host_flags() -> dict[str, Any]:
         "cpu_model": model,
         "meltdown": bool(meltdown) and not meltdown.startswith("Not affected"),
         "vm_guest": "hypervisor" in flags.split(),
+        "erms": "erms" in flags.split(),
     }
 
 
@@ -157,6 +158,7 @@ def measure() -> dict[str, Any]:
         "socket_ns": hw["line_xfer_ns"],
         "mem_gbs": round(hw["store_gbs"] / topology["sockets"], 2),
         "meltdown": flags["meltdown"],
+        "erms": flags["erms"],
         "vm_guest": flags["vm_guest"],
     }
     if llc:

@@ -47,9 +47,9 @@ HARDWARE_NUMBERS = (
     "turbo_ghz",
     "mem_gbs",
 )
-HARDWARE_FLAGS = ("meltdown", "vm_guest")
+HARDWARE_FLAGS = ("meltdown", "erms", "vm_guest")
 # The facts every microarchitecture of uarch.toml gives (mem_gbs is measured).
-TABLE_FACTS = (*(k for k in HARDWARE_NUMBERS if k != "mem_gbs"), "meltdown")
+TABLE_FACTS = (*(k for k in HARDWARE_NUMBERS if k != "mem_gbs"), "meltdown", "erms")
 # Facts of a CPU model ([cpu."..."] in uarch.toml) that a profile may also give.
 PART_FACTS = ("llc_mb", "mem_channels", "mem_mts", "turbo_ghz")
 

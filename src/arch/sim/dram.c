@@ -31,12 +31,14 @@ void dram_init(void)
 }
 
 /*
- * Write @pages pages' worth (a clear is one, a copy reads and writes: two)
- * at @page: the core works @core_ps, the channels of the page's node carry
- * the bytes, and a page on another node costs its first remote miss.
+ * Write a page at @page, after @reads pages read (a copy reads one): the
+ * core works @core_ps, the channels of the page's node carry the bytes (a
+ * CPU without ERMS reads every line for ownership first), and a page on
+ * another node costs its first remote miss.
  */
-void dram_write_page(const struct page *page, u64 core_ps, int pages)
+void dram_write_page(const struct page *page, u64 core_ps, int reads)
 {
+	int pages = sim_machine.clear_pages + reads;
 	struct vcpu_hot *v = current_vcpu;
 	int nid = page_zone(page)->zone_pgdat->node_id;
 	u64 *booked = &booked_until[nid];

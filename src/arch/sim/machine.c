@@ -197,12 +197,14 @@ static int parse_topology(const cJSON *t, char *err)
 
 static int parse_hardware(const cJSON *h, char *err)
 {
-	static const char *const flags[] = { "meltdown", "vm_guest", NULL };
+	static const char *const flags[] = { "meltdown", "erms", "vm_guest",
+					     NULL };
 	struct sim_hardware *hw = &sim_machine.hw;
 
 	if (get_table(h, "hardware", hardware_keys, ARRAY_SIZE(hardware_keys),
 		      flags, hw, err) ||
 	    get_bool(h, "meltdown", &hw->meltdown, err) ||
+	    get_bool(h, "erms", &hw->erms, err) ||
 	    get_bool(h, "vm_guest", &hw->vm_guest, err))
 		return -1;
 	return 0;
@@ -269,6 +271,8 @@ void sim_machine_derive(const struct kernel_gen *gen, int tasks_per_node,
 		if (m->cost_override_ns[i] >= 0)
 			m->cost[i] = ns_ps(m->cost_override_ns[i]);
 	m->page_xfer_ps = (u64)llround((double)PAGE_SIZE * 1e12 / node_bw);
+	/* without ERMS every line is read for ownership before it is filled */
+	m->clear_pages = hw->erms ? 1 : 2;
 	m->remote_page_ps = ns_ps(fmax(0, hw->remote_dram_ns - hw->dram_ns));
 	m->smt_factor = k->smt_factor;
 	m->work_cv = k->work_cv;
@@ -380,6 +384,7 @@ cJSON *sim_machine_json(void)
 			h, hardware_keys[i].name,
 			*(double *)((char *)&m->hw + hardware_keys[i].offset));
 	cJSON_AddBoolToObject(h, "meltdown", m->hw.meltdown);
+	cJSON_AddBoolToObject(h, "erms", m->hw.erms);
 	cJSON_AddBoolToObject(h, "vm_guest", m->hw.vm_guest);
 	c = cJSON_AddObjectToObject(o, "costs");
 	for (int i = 0; i < NR_COST_KINDS; i++)

@@ -46,6 +46,7 @@ struct sim_hardware {
 	double turbo_ghz; /* the clock with one core busy (topology ghz: all) */
 	double mem_gbs; /* measured store bandwidth of a socket; 0: derive */
 	bool meltdown; /* KPTI on every kernel entry (Linux >= 4.15) */
+	bool erms; /* rep stosb fills lines without reading them (no RFO) */
 	bool vm_guest; /* a guest: its misses pay two-dimensional walks */
 };
 
@@ -90,6 +91,7 @@ struct sim_machine {
 	u64 cost[NR_COST_KINDS]; /* ps per unit, one task per core */
 	double cost_override_ns[NR_COST_KINDS]; /* the profile's, or < 0 */
 	u64 page_xfer_ps; /* PAGE_SIZE through one node's DRAM channels */
+	int clear_pages; /* pages of DRAM traffic a clear_page() makes */
 	u64 remote_page_ps; /* a remote page's first miss, beyond a local */
 	double smt_factor; /* cost multiplier with a busy sibling */
 	double work_cv; /* share of a fault's work that varies */
@@ -116,7 +118,7 @@ enum cpu_distance cpu_distance(int a, int b);
 
 /* dram.c */
 void dram_init(void);
-void dram_write_page(const struct page *page, u64 core_ps, int pages);
+void dram_write_page(const struct page *page, u64 core_ps, int reads);
 
 /* sched.c */
 int sim_init(int nr_vcpus);

@@ -136,7 +136,7 @@ static inline void delay_ns(u64 ns)
 	current_vcpu->clock += ns * 1000;
 }
 
-void dram_write_page(const struct page *page, u64 core_ps, int pages);
+void dram_write_page(const struct page *page, u64 core_ps, int reads);
 
 /*
  * A simulated frame has no bytes: clearing it costs the core's time and a
@@ -144,13 +144,13 @@ void dram_write_page(const struct page *page, u64 core_ps, int pages);
  */
 static inline void clear_page(struct page *page)
 {
-	dram_write_page(page, current_vcpu->cost[COST_CLEAR_PAGE], 1);
+	dram_write_page(page, current_vcpu->cost[COST_CLEAR_PAGE], 0);
 }
 
 /* A COW copy reads one frame and writes another. */
 static inline void copy_page(struct page *to, const struct page *from)
 {
-	dram_write_page(to, current_vcpu->cost[COST_COPY_PAGE], 2);
+	dram_write_page(to, current_vcpu->cost[COST_COPY_PAGE], 1);
 }
 
 /* Writing a whole page costs about what clearing it does. */
