@@ -12,7 +12,7 @@ ROW = re.compile(r"^ *(\d+) -> (\d+) +: (\d+) +\|(\**)( *)\|$")
 
 # Yafang Shao, "[PATCH v2 3/3] mm/page_alloc: Introduce a new sysctl knob
 # vm.pcp_batch_scale_max" (linux-mm, 2024): funclatency -T -i 600 rmqueue_bulk,
-# 10 parallel 6 GiB mmap fills, pcp_batch_scale_max 5 (reference/
+# 10 parallel 6 GiB mmap fills, pcp_batch_scale_max 5 (python/pcplab/reference/
 # yafang2024_rmqueue_bulk_*.csv). Slots 1..26 in order.
 YAFANG_COUNTS = [
     0,

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import tomli_w
 
-from pcplab import fidelity
+from pcplab import data, fidelity
 
-EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
+EXPERIMENTS = data.EXPERIMENTS  # the experiments the installed package ships
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 AARON_HEADER = (
     "batch   score   change   zone_contention   lru_contention   total_contention"
@@ -32,7 +32,7 @@ def _csv_rows(path: Path) -> list[dict[str, str]]:
 
 
 def _tiny_experiments(tmp_path: Path, changes: dict[str, dict]) -> Path:
-    """Copy experiments/ with the [quick] tables of CHANGES replaced; return it."""
+    """Copy the experiments with the [quick] tables of CHANGES replaced; return it."""
     target = tmp_path / "experiments"
     shutil.copytree(EXPERIMENTS, target)
     for name, quick in changes.items():

@@ -13,10 +13,10 @@ from typing import Any
 
 import click
 
-from pcplab import engine, machines
+from pcplab import data, engine, machines
 from pcplab.errors import BadInput, EngineError, InvariantViolation, PcplabError
 from pcplab.host.cli import compare, host, run_on_host
-from pcplab.reproduce import reproduce_command
+from pcplab.reproduce import reference_option, reproduce_command
 from pcplab.summary import format_summary, format_table
 from pcplab.sweep import sweep_command
 
@@ -511,6 +511,7 @@ cli.add_command(sweep_command)  # pcplab sweep --param KEY=V1,V2 ...
 )
 @click.option("--out", metavar="FILE", help="Also write the Markdown to FILE.")
 @click.option("--json", "json_out", metavar="FILE", help="Write the rows as JSON.")
+@reference_option
 def fidelity_command(
     names: tuple[str, ...],
     quick: bool,
@@ -532,6 +533,8 @@ def fidelity_command(
         raise BadInput(f"--jobs {jobs} is out of range; allowed 1 or more")
     for path in (out, json_out):
         _check_output_path(path)
+    for name in names or fidelity.EXPERIMENTS:
+        data.experiment_file(name)  # every spec is there before anything runs
     results = {
         name: run_one(quick, jobs)
         for name, run_one in fidelity.EXPERIMENTS.items()
@@ -553,7 +556,7 @@ def fidelity_command(
         Path(json_out).write_text(json.dumps(doc, indent=1) + "\n")
 
 
-@cli.command("fit", short_help="Fit the global constants on shared/reference.")
+@cli.command("fit", short_help="Fit the global constants on the published figures.")
 @click.option(
     "--constants",
     "names",
@@ -584,6 +587,7 @@ def fidelity_command(
     show_default=True,
     help="Write constants.toml, crossval.toml and fit.json here.",
 )
+@reference_option
 def fit_command(
     names: str | None, max_nfev: int, folds_nfev: int, jobs: int, out: str
 ) -> None:

@@ -1,10 +1,10 @@
-"""The model beside every published figure of shared/reference.
+"""The model beside every published figure of the reference CSVs.
 
 Each reference experiment is run on the sim engine with the profile of its
-machine, and every row of the reference CSVs gets the modelled figure and
-the error. `pcplab fidelity` writes docs/fidelity.md from it; the global
-constants are fitted on these rows only, and the table shows all of them,
-good and bad.
+machine, and every row of the reference CSVs (pcplab/reference, or where
+pcplab.data is told to look) gets the modelled figure and the error.
+`pcplab fidelity` writes docs/fidelity.md from it; the global constants are
+fitted on these rows only, and the table shows all of them, good and bad.
 """
 
 from __future__ import annotations
@@ -17,54 +17,29 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pcplab import engine, machines, sweep
+from pcplab import data, engine, machines, sweep
 from pcplab.errors import BadInput
 
 
 def reference_dir() -> Path:
-    """Find shared/reference: $PCPLAB_REFERENCE, or beside the checkout."""
-    candidates = [
-        Path(os.environ.get("PCPLAB_REFERENCE", "/nonexistent")),
-        Path.cwd().parent / "shared" / "reference",
-        Path.cwd() / "shared" / "reference",
-        Path(__file__).resolve().parents[3] / "shared" / "reference",
-    ]
-    for path in candidates:
-        if (path / "machines.csv").is_file():
-            return path
-    raise BadInput(
-        "cannot find shared/reference; run from the repository or set "
-        "PCPLAB_REFERENCE to it"
-    )
+    """Return the directory of the published figures (pcplab.data decides)."""
+    return data.reference_dir()
 
 
 def reference_rows(name: str) -> list[dict[str, str]]:
-    """Return the rows of shared/reference/NAME.csv."""
-    with open(reference_dir() / f"{name}.csv", newline="") as f:
+    """Return the rows of the reference CSV NAME.csv."""
+    with open(data.reference_file(name), newline="") as f:
         return list(csv.DictReader(f))
 
 
 def experiments_dir() -> Path:
-    """Find experiments/: $PCPLAB_EXPERIMENTS, or in or beside the checkout."""
-    candidates = [
-        Path(os.environ.get("PCPLAB_EXPERIMENTS", "/nonexistent")),
-        Path.cwd() / "experiments",
-        Path(__file__).resolve().parents[2] / "experiments",
-        reference_dir().parent.parent / "main" / "experiments",
-    ]
-    for path in candidates:
-        if (path / "aaron2018.toml").is_file():
-            return path
-    raise BadInput(
-        "cannot find experiments/; run from the repository or set "
-        "PCPLAB_EXPERIMENTS to it"
-    )
+    """Return the directory of the experiment specs (pcplab.data decides)."""
+    return data.experiments_dir()
 
 
 def load_experiment(name: str) -> dict[str, Any]:
-    """Return experiments/NAME.toml as a dict (its name added)."""
-    path = experiments_dir() / f"{name}.toml"
-    with open(path, "rb") as f:
+    """Return the experiment spec NAME.toml as a dict (its name added)."""
+    with open(data.experiment_file(name), "rb") as f:
         spec = tomllib.load(f)
     spec["name"] = name
     return spec
@@ -93,7 +68,7 @@ def profile_for(exp: dict[str, Any], machine: str) -> str:
     if profile is None:
         raise BadInput(
             f"reference machine '{machine}' of {exp['name']} has no machine "
-            f"profile; map it in [machines] of experiments/{exp['name']}.toml"
+            f"profile; map it in [machines] of {data.experiment_file(exp['name'])}"
         )
     return profile
 

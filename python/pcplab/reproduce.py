@@ -1,8 +1,9 @@
 """`pcplab reproduce`: run the reference experiments and write the report folder.
 
-Each experiment of experiments/*.toml is run (sim engine, or this host's
-kernel for `host`), printed in its thread's layout beside the published
-figures, and written into the report folder (CSV, JSON, PNG, index.md).
+Each experiment of pcplab/experiments/*.toml is run (sim engine, or this
+host's kernel for `host`), printed in its thread's layout beside the
+published figures of pcplab/reference/*.csv (pcplab.data says how to read
+others), and written into the report folder (CSV, JSON, PNG, index.md).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 import click
 
-from pcplab import fidelity, report, sweep
+from pcplab import data, fidelity, report, sweep
 from pcplab.errors import BadInput
 
 MIB = 1 << 20
@@ -74,6 +75,24 @@ def host_experiment(
                     }
                 )
     return rows
+
+
+def _use_reference(ctx: click.Context, _param: click.Parameter, value: Any) -> None:
+    """Check --reference (or $PCPLAB_REFERENCE) and use it for the command."""
+    ctx.with_resource(data.reference_from(value))
+    data.experiments_dir()  # a bad $PCPLAB_EXPERIMENTS is refused here too
+
+
+def reference_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Add --reference DIR to COMMAND; a DIR without machines.csv is refused."""
+    return click.option(
+        "--reference",
+        metavar="DIR",
+        expose_value=False,
+        callback=_use_reference,
+        help="Read the published figures from DIR (default: $PCPLAB_REFERENCE, "
+        "else the package's copy).",
+    )(command)
 
 
 def _runner(name: str) -> Callable[..., list[dict[str, Any]]]:
@@ -161,6 +180,7 @@ def write(
     metavar="NAME",
     help="Also run aaron2018's grid on this profile (model only).",
 )
+@reference_option
 def reproduce_command(
     names: tuple[str, ...],
     quick: bool,
@@ -173,7 +193,8 @@ def reproduce_command(
 
     NAMES: all, aaron2018, ying2023, yafang2024, hahn2025, host.
     """
-    check_names(names)
+    for name in check_names(names):
+        data.experiment_file(name)  # every spec is there before anything runs
     if jobs < 1:
         raise BadInput(f"--jobs {jobs} is out of range; allowed 1 or more")
     target = Path(out)

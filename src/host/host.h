@@ -70,7 +70,7 @@ int host_run(const struct host_spec *spec, struct host_run *run, char *err);
 /* Free what host_run() allocated. */
 void host_run_free(struct host_run *run);
 
-/* The result document (design.md's schema, host fields). */
+/* The result document (docs/engine-protocol.md's schema, host fields). */
 cJSON *host_result_json(const struct host_spec *spec,
 			const struct host_run *run);
 

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The host engine's result: design.md's schema for what user space can
- * measure (throughput, per-second samples, first-touch fault latency),
- * with every kernel-side field null and named in "unavailable". The front
- * end merges the kernel state and the tracing results into it.
+ * The host engine's result: docs/engine-protocol.md's schema for what user
+ * space can measure (throughput, per-second samples, first-touch fault
+ * latency), with every kernel-side field null and named in "unavailable".
+ * The front end merges the kernel state and the tracing results into it.
  */
 #include <stdio.h>
 #include <string.h>

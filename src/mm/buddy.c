@@ -3,8 +3,10 @@
  * The buddy allocator: free lists per order and migratetype, split
  * (expand), merge (__free_one_page), migratetype fallback (claim a block,
  * or steal a piece of one), and deferred growth of a zone's free memory.
- * Behaviour per shared/linux-pcp-spec.md §7. Everything here runs under
- * zone->lock.
+ * Behaviour of mm/page_alloc.c as of v6.19, whose fallback tries claiming a
+ * block before stealing from one since Johannes Weiner's 90abee6d7895
+ * ("mm: page_alloc: speed up fallbacks in rmqueue_bulk()", v6.15).
+ * Everything here runs under zone->lock.
  */
 #include <pcplab/mm.h>
 

@@ -2,9 +2,10 @@
 /*
  * Kernel generations: which PCP behaviour each modelled kernel has.
  *
- * The reference threads span seven years of kernels (design.md). Each flag
- * names the commit or release that introduced the behaviour, per
- * shared/linux-pcp-spec.md §10.
+ * The reference threads span seven years of kernels, from the 2018 batch
+ * sweep on v4.18 to the 2025 zone-lock thread merged in v6.19
+ * (python/pcplab/reference/README.md names them). Each flag names the
+ * commit or release that introduced the behaviour.
  */
 #include <string.h>
 

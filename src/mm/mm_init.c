@@ -3,7 +3,10 @@
  * Building the model's memory: nodes, zones, watermarks, and the sizing of
  * the per-CPU pagesets (zone_batchsize, zone_highsize,
  * zone_set_pageset_high_and_batch), after mm/mm_init.c and the sizing part
- * of mm/page_alloc.c. Behaviour per shared/linux-pcp-spec.md §1.
+ * of mm/page_alloc.c: zone_batchsize as Joshua Hahn's "Clarify batch tuning
+ * in zone_batchsize" (linux-mm, Oct 2025, no functional change) writes it,
+ * high_min and high_max as 90b41691b988 ("mm: add framework for PCP high
+ * auto-tuning", v6.7) introduced them.
  */
 #include <errno.h>
 #include <limits.h>

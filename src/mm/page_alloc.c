@@ -3,9 +3,13 @@
  * The per-CPU pagesets: allocation through rmqueue_pcplist/rmqueue_bulk,
  * freeing through free_frozen_page_commit/free_pcppages_bulk, the sizing of
  * refills and drains (nr_pcp_alloc, nr_pcp_high, nr_pcp_free), auto-tuning
- * and decay of pcp->high, and draining. Behaviour per
- * shared/linux-pcp-spec.md §1d-§6, with the generation differences of
- * generations.c. Written from that description, with the kernel's names.
+ * and decay of pcp->high, and draining. Behaviour of Huang Ying's v6.7
+ * auto-tuning (90b41691b988 "mm: add framework for PCP high auto-tuning",
+ * 51a755c56dc0 "mm: tune PCP high automatically") through Joshua Hahn's
+ * "mm/page_alloc: Batch callers of free_pcppages_bulk" (linux-mm, v5 of
+ * Oct 2025, merged in v6.19), with the generation differences of
+ * generations.c. Written from the behaviour those commits and threads
+ * describe, not from kernel source, with the kernel's names.
  */
 #include <pcplab/mm.h>
 
@@ -421,8 +425,10 @@ void free_pcppages_bulk(struct zone *zone, int count, struct per_cpu_pages *pcp,
 
 /*
  * The drain threshold for a free, with the v6.7 auto-tuning of pcp->high
- * (spec §1d: the first matching rule wins). Before v6.7: high, or
- * min(4 * batch, high) while kswapd reclaims the zone, or 0 for free_high.
+ * (51a755c56dc0 "mm: tune PCP high automatically", 57c0419c5f0e "mm, pcp:
+ * decrease PCP high if free pages < high watermark"): the first matching
+ * rule wins. Before v6.7: high, or min(4 * batch, high) while kswapd
+ * reclaims the zone, or 0 for free_high.
  */
 static __always_inline int nr_pcp_high(struct per_cpu_pages *pcp,
 				       struct zone *zone, int batch,
@@ -504,7 +510,14 @@ static int nr_pcp_free(struct per_cpu_pages *pcp, int batch, int high,
 	return clamp(scaled, batch, high - batch);
 }
 
-/* Whether this free of @order flushes the pcp (spec §1d free_high). */
+/*
+ * Whether this free of @order flushes the pcp (free_high): consecutive
+ * high-order frees, as 6ccdcb6d3a74 ("mm, pcp: reduce detecting time of
+ * consecutive high order page freeing") and 362d37a106dd ("mm, pcp: reduce
+ * lock contention for draining high-order pages") made it in v6.7, with the
+ * v6.16 threshold of c544a952ba61 ("mm: pcp: increase pcp->free_count
+ * threshold to trigger free_high"). Before v6.7: free_factor > 0.
+ */
 static __always_inline bool pcp_free_high(struct per_cpu_pages *pcp,
 					  unsigned int order, int batch)
 {

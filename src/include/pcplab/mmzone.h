@@ -194,7 +194,12 @@ struct cpu_stats {
 	u64 busy_ns; /* time this CPU ran the workload */
 } ____cacheline_aligned;
 
-/* The zone-lock relinquish policy while freeing (design.md, spec §4). */
+/*
+ * The zone-lock relinquish policy while freeing: Joshua Hahn's linux-mm
+ * threads of 2025, v1 "mm/page_alloc: Occasionally relinquish zone lock in
+ * batch freeing" (not merged) and "mm/page_alloc: Batch callers of
+ * free_pcppages_bulk" (v6.19).
+ */
 enum relinquish {
 	RELINQUISH_OFF, /* one hold per free_pcppages_bulk */
 	RELINQUISH_CONTENDED, /* 2025 v1: drop every batch when contended */
