@@ -1,4 +1,4 @@
-"""`pcplab fit`: the global constants by least squares on shared/reference.
+"""`pcplab fit`: the global constants by least squares on the published figures.
 
 A machine differs from another only by its facts (machines/uarch.toml and
 its profile); the constants in machines/constants.toml are the same for

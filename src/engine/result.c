@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The result document every engine writes (design.md's schema): merged
+ * The result document every engine writes (docs/engine-protocol.md): merged
  * per-CPU statistics turned into throughput, contention, latency and
  * lock-hold summaries, with bcc-style log2 histograms.
  */

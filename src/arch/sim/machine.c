@@ -3,7 +3,7 @@
  * The simulated machine: its topology, the public facts of its hardware,
  * and every cost the simulator charges, derived from those facts and a few
  * global constants (python/pcplab/machines/constants.toml, fitted by
- * `pcplab fit` on shared/reference only). A machine differs from another
+ * `pcplab fit` on the published figures of python/pcplab/reference). A machine differs from another
  * only by its facts; a profile may still replace a derived cost by a
  * measured one ([costs]).
  *
