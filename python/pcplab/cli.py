@@ -565,10 +565,11 @@ def fidelity_command(
 )
 @click.option(
     "--max-nfev",
-    type=click.IntRange(1, 10000),
+    type=click.IntRange(0, 10000),
     default=40,
     show_default=True,
-    help="Trials of the least-squares search (each runs every fitted row).",
+    help="Steps of the least-squares search (each step runs every fitted row "
+    "once per constant); 0 keeps the current constants (to cross-validate them).",
 )
 @click.option(
     "--cross-validate",
@@ -612,7 +613,10 @@ def fit_command(
     _check_output_path(str(directory / "fit.json"))
     start = machines.constants()
     everyone = list(fidelity.reference_machines())
-    result = fit.fit(space, start, everyone, jobs, max_nfev, log=click.echo)
+    if max_nfev:
+        result = fit.fit(space, start, everyone, jobs, max_nfev, log=click.echo)
+    else:
+        result = fit.current(space, start, everyone, jobs)
     day = time.strftime("%Y-%m-%d")
     note = f"{result.evaluations} trials, cost {result.cost:.1f} ({day})"
     shutil.copy(machines.CONSTANTS, directory / "constants.toml")

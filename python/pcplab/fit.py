@@ -133,6 +133,21 @@ def fit(
     )
 
 
+def current(
+    space: Space, start: dict[str, float], only: Sequence[str], workers: int
+) -> FitResult:
+    """Return START as a fit result: its residuals on the rows of ONLY."""
+    constants = {k: start[k] for k in space.names}
+    res = residuals(evaluate(constants, only, workers))
+    return FitResult(
+        constants=constants,
+        cost=0.5 * sum(v * v for *_, v in res),
+        residuals=res,
+        evaluations=1,
+        machines=list(only),
+    )
+
+
 def write_constants(path: Path, fitted: dict[str, float], note: str) -> None:
     """Rewrite constants.toml with FITTED values, keeping its comments."""
     lines = path.read_text().splitlines()
