@@ -8,6 +8,7 @@ import subprocess
 import sysconfig
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -61,3 +62,27 @@ def bad_input(pcplab: Runner) -> Callable[..., str]:
         return lines[0]
 
     return check
+
+
+def _check_schedule_5_to_0(result: dict[str, Any]) -> None:
+    """Check a run with scale_max 5, 0.5 s of warm-up and 0 from 0.3 s on.
+
+    The steps add up to the run's calls, and rmqueue_bulk takes far less
+    time per call once the knob is 0 (batch instead of up to batch << 5).
+    Had the schedule counted from the start of the run, the change would
+    have come during the warm-up and both steps would be fast.
+    """
+    steps = result["scale_max_steps"]
+    assert [(s["t_s"], s["scale_max"]) for s in steps] == [(0, 5), (0.3, 0)]
+    for name in ("rmqueue_bulk", "free_pcppages_bulk"):
+        total = result["latency_ns"][name]["count"]
+        assert sum(s[name]["count"] for s in steps) == total
+    before, after = (s["rmqueue_bulk"] for s in steps)
+    assert before["count"] > 0 and after["count"] > 0
+    assert after["avg"] * 3 < before["avg"], steps
+
+
+@pytest.fixture
+def schedule_5_to_0_check() -> Callable[[dict[str, Any]], None]:
+    """Return the check of a run whose scale-max schedule went from 5 to 0."""
+    return _check_schedule_5_to_0

@@ -300,3 +300,108 @@ def test_memory_beyond_the_memory_map_is_refused(bad_input, tmp_path):
         *NEVER_FINISHES,
     )
     assert "'memory_gb' = 10000 is out of range" in line
+
+
+SCHEDULE_COMMANDS = {
+    "run": (*RUN, *NEVER_FINISHES),
+    "sweep": (
+        "sweep",
+        "--engine",
+        "native",
+        "--workload",
+        "page_fault1",
+        "--param",
+        "tasks=2",
+        *NEVER_FINISHES,
+    ),
+    "compare": ("compare", "--workload", "page_fault1", "--tasks", "2"),
+}
+
+
+@pytest.mark.parametrize("command", sorted(SCHEDULE_COMMANDS))
+@pytest.mark.parametrize(
+    ("schedule", "problem"),
+    [
+        ("5:9", "value 9 is out of range"),
+        ("x", "'x' is not T:V"),
+        ("1:2:3", "'1:2:3' is not T:V"),
+        ("-1:0", "time -1 is not 0 or more"),
+        ("0:5,", "'' is not T:V"),
+        ("0:2.5", "value '2.5' is not an integer"),
+        ("x:1", "time 'x' is not a number"),
+        ("0.5:0,0.2:6", "time 0.2 comes before 0.5"),
+    ],
+)
+def test_bad_scale_max_schedule_is_one_line(bad_input, command, schedule, problem):
+    """run, sweep and compare refuse a bad schedule before anything runs."""
+    started = time.monotonic()
+    line = bad_input(*SCHEDULE_COMMANDS[command], "--scale-max-schedule", schedule)
+    assert line.startswith(f"pcplab: error: --scale-max-schedule {schedule!r}: ")
+    assert problem in line
+    assert line.endswith("V a pcp_batch_scale_max of 0..6, e.g. 0:5,0.5:0")
+    assert time.monotonic() - started < 60
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        (*RUN, *NEVER_FINISHES, "--kernel", "4.18"),
+        (*SCHEDULE_COMMANDS["sweep"], "--param", "kernel=6.18,6.6"),
+    ],
+)
+def test_scale_max_schedule_needs_a_kernel_with_the_knob(bad_input, args):
+    """Before v6.7 there is no pcp_batch_scale_max: the engine says so, exit 2."""
+    line = bad_input(*args, "--scale-max-schedule", "0:0")
+    assert "scale_max_schedule needs kernel 6.18 or 6.19" in line
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("run", "--engine", "host", "--workload", "page_fault1", "--tasks", "1"),
+        ("sweep", "--engine", "host", "--workload", "page_fault1"),
+        SCHEDULE_COMMANDS["compare"],
+    ],
+)
+def test_host_engine_refuses_a_scale_max_schedule(bad_input, args):
+    """The running kernel has no vm.pcp_batch_scale_max to change: one line."""
+    line = bad_input(*args, *NEVER_FINISHES, "--scale-max-schedule", "0:0")
+    assert "vm.pcp_batch_scale_max" in line
+    assert "--engine native or sim" in line
+
+
+def test_host_refusal_names_a_sysctl_it_has(tmp_path, monkeypatch, capsys):
+    """On a kernel with the sysctl the refusal says the host engine cannot."""
+    from pcplab.cli import main
+    from pcplab.host import sysctl
+
+    (tmp_path / "vm").mkdir()
+    (tmp_path / "vm" / "pcp_batch_scale_max").write_text("5\n")
+    monkeypatch.setattr(sysctl, "SYSCTL_DIR", tmp_path)
+    status = main(
+        [*SCHEDULE_COMMANDS["compare"], *NEVER_FINISHES, "--scale-max-schedule", "0:0"]
+    )
+    line = capsys.readouterr().err.strip()
+    assert status == 2
+    assert "has vm.pcp_batch_scale_max, but the host engine does not change" in line
+
+
+def test_sim_run_and_sweep_with_a_scale_max_schedule(pcplab, tmp_path):
+    """The schedule reaches the engine: its steps in the JSON, text and sweep."""
+    sim = ("--engine", "sim", "--machine", "haswell-desktop")
+    timing = ("--duration", "0.4", "--warmup", "0.1")
+    out = tmp_path / "r.json"
+    args = ("--workload", "page_fault1", *sim, *timing)
+    proc = pcplab("run", *args, "--scale-max-schedule", "0:5,0.2:0", "--output", out)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(out.read_text())
+    assert result["spec"]["scale_max_schedule"] == [[0, 5], [0.2, 0]]
+    assert [s["scale_max"] for s in result["scale_max_steps"]] == [5, 0]
+    assert "pcp_batch_scale_max schedule" in proc.stdout
+    proc = pcplab(
+        "sweep", *args, "--param", "batch=31", "--scale-max-schedule", "0.2:0"
+    )
+    assert proc.returncode == 0, proc.stderr
+    header = proc.stdout.splitlines()[0].split()
+    assert "scale_max_steps.0.rmqueue_bulk.avg" in header
+    assert "scale_max_steps.1.rmqueue_bulk.avg" in header

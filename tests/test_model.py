@@ -103,6 +103,14 @@ def test_scale_max_changes_while_running():
     assert result["throughput"]["ops_per_s"] > 0
 
 
+def test_scale_max_schedule_counts_from_the_measured_phase(schedule_5_to_0_check):
+    """Native: 5 -> 0 at 0.3 s into measuring; rmqueue_bulk gets faster then."""
+    result = native(
+        scale_max=5, warmup_s=0.5, duration_s=0.8, scale_max_schedule=[[0.3, 0]]
+    )
+    schedule_5_to_0_check(result)
+
+
 def test_v619_frees_in_batch_chunks():
     """6.19 (batched relinquish): no free_pcppages_bulk call exceeds batch."""
     result = native(kernel="6.19", batch=15)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import sys
@@ -31,6 +32,14 @@ MANUAL_FLAGS = {
     "cpus": "--cpus",
 }
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 88}
+SCHEDULE_HELP = (
+    "Change pcp_batch_scale_max during the run: to V (0..6) at T seconds into "
+    "the measured phase (0: when measuring starts), e.g. 0:5,0.5:0."
+)
+SCHEDULE_ALLOWED = (
+    "give T:V[,T:V...] with T seconds into the measured phase (0 or more, in "
+    "time order) and V a pcp_batch_scale_max of 0..6, e.g. 0:5,0.5:0"
+)
 
 
 def _emit_json(data: Any) -> None:
@@ -51,6 +60,39 @@ def _check_output_path(path: str | None) -> None:
             f"--output {path}: directory {parent} does not exist or is not "
             "writable; give a file in a writable directory"
         )
+
+
+def parse_scale_max_schedule(text: str) -> list[list[float | int]]:
+    """Parse --scale-max-schedule "0:5,0.5:0" into [[0.0, 5], [0.5, 0]].
+
+    Anything else is BadInput: one line saying what is wrong and what is
+    allowed. The engine checks the kernel generation and the time range.
+    """
+    schedule: list[list[float | int]] = []
+
+    def bad(problem: str) -> BadInput:
+        return BadInput(f"--scale-max-schedule {text!r}: {problem}; {SCHEDULE_ALLOWED}")
+
+    for entry in text.split(","):
+        parts = entry.split(":")
+        if len(parts) != 2:
+            raise bad(f"{entry.strip()!r} is not T:V")
+        try:
+            at = float(parts[0])
+        except ValueError:
+            raise bad(f"time {parts[0].strip()!r} is not a number") from None
+        try:
+            value = int(parts[1])
+        except ValueError:
+            raise bad(f"value {parts[1].strip()!r} is not an integer") from None
+        if not math.isfinite(at) or at < 0:
+            raise bad(f"time {parts[0].strip()} is not 0 or more")
+        if not 0 <= value <= 6:
+            raise bad(f"value {value} is out of range")
+        if schedule and at < schedule[-1][0]:
+            raise bad(f"time {parts[0].strip()} comes before {schedule[-1][0]:g}")
+        schedule.append([at, value])
+    return schedule
 
 
 def mem_available_bytes() -> int:
@@ -314,6 +356,7 @@ def pagesets(
     help="vm.percpu_pagelist_high_fraction (0 or >= 8).",
 )
 @click.option("--scale-max", type=int, metavar="S", help="pcp_batch_scale_max (0..6).")
+@click.option("--scale-max-schedule", metavar="T:V[,T:V...]", help=SCHEDULE_HELP)
 @click.option(
     "--relinquish",
     metavar="off|contended|batched",
@@ -367,6 +410,7 @@ def run(
     high: int | None,
     high_fraction: int | None,
     scale_max: int | None,
+    scale_max_schedule: str | None,
     relinquish: str | None,
     no_free_scaling: bool,
     memory_mib: int | None,
@@ -384,8 +428,17 @@ def run(
         raise BadInput(
             "--high and --high-fraction exclude each other; give one of them"
         )
+    schedule = (
+        None
+        if scale_max_schedule is None
+        else parse_scale_max_schedule(scale_max_schedule)
+    )
     engine.engine_binary(engine_name)  # refuse an engine that is not built
     _check_output_path(output)
+    if schedule is not None and engine_name == "host":
+        from pcplab.host.cli import refuse_host_scale_max_schedule
+
+        refuse_host_scale_max_schedule()
     spec: dict[str, Any] = {"engine": engine_name, "workload": workload}
     if (engine_name == "sim") != (machine is not None):
         raise BadInput(
@@ -411,6 +464,8 @@ def run(
         "placement": placement,
     }
     spec.update({key: value for key, value in optional.items() if value is not None})
+    if schedule is not None:
+        spec["scale_max_schedule"] = schedule
     if no_free_scaling:
         spec["no_free_scaling"] = True
     if cross_free:

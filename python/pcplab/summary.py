@@ -137,6 +137,30 @@ def _samples(result: Mapping[str, Any]) -> list[str]:
     )
 
 
+def _steps(result: Mapping[str, Any]) -> list[str]:
+    """Return the scale-max schedule's steps: each one's bulk calls and averages."""
+    headers = [
+        "from_s",
+        "scale_max",
+        "rmqueue_bulk",
+        "avg",
+        "free_pcppages_bulk",
+        "avg",
+    ]
+    rows = [
+        [
+            s.get("t_s"),
+            s.get("scale_max"),
+            s["rmqueue_bulk"].get("count"),
+            s["rmqueue_bulk"].get("avg"),
+            s["free_pcppages_bulk"].get("count"),
+            s["free_pcppages_bulk"].get("avg"),
+        ]
+        for s in result.get("scale_max_steps") or []
+    ]
+    return format_table(headers, rows, left=0)
+
+
 def _invariants(result: Mapping[str, Any]) -> list[str]:
     """Return the invariant checks and every violation found."""
     inv = result.get("invariants") or {}
@@ -176,6 +200,15 @@ def format_summary(result: Mapping[str, Any]) -> str:
         ["pcp:", *_mapping_table(result.get("pcp"))],
         ["vmstat:", *_mapping_table(result.get("vmstat"))],
         ["samples (ops per second):", *_samples(result)],
+    ]
+    if result.get("scale_max_steps"):
+        sections.append(
+            [
+                "pcp_batch_scale_max schedule (calls, avg ns; each step to the next):",
+                *_steps(result),
+            ]
+        )
+    sections += [
         ["invariants:", *_invariants(result)],
         ["unavailable:", *_unavailable(result)],
     ]

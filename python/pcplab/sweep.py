@@ -144,6 +144,14 @@ def _metrics(result: dict[str, Any]) -> dict[str, Any]:
     return {k: flat.get(k) for k in keep}
 
 
+def _step_metrics(result: dict[str, Any]) -> dict[str, Any]:
+    """Return rmqueue_bulk's average in each scale-max schedule step, if any."""
+    return {
+        f"scale_max_steps.{i}.rmqueue_bulk.avg": step["rmqueue_bulk"]["avg"]
+        for i, step in enumerate(result.get("scale_max_steps") or [])
+    }
+
+
 @click.command("sweep", short_help="Run a grid over any spec keys.")
 @click.option("--engine", "engine_name", default="sim", show_default=True)
 @click.option("--workload", required=True, metavar="W", help="Workload.")
@@ -157,6 +165,12 @@ def _metrics(result: dict[str, Any]) -> dict[str, Any]:
 )
 @click.option("--duration", type=float, metavar="S", help="Measured seconds.")
 @click.option("--warmup", type=float, metavar="S", help="Seconds before measuring.")
+@click.option(
+    "--scale-max-schedule",
+    metavar="T:V[,T:V...]",
+    help="Change pcp_batch_scale_max in every run: to V (0..6) at T seconds "
+    "into the measured phase, e.g. 0:5,0.5:0.",
+)
 @click.option("--jobs", type=int, default=1, show_default=True, help="Parallel runs.")
 @click.option("--scheduler", metavar="ADDRESS", help="Run on this Dask cluster.")
 @click.option("--json", "json_out", metavar="FILE", help="Write the results as JSON.")
@@ -168,16 +182,22 @@ def sweep_command(
     params: tuple[str, ...],
     duration: float | None,
     warmup: float | None,
+    scale_max_schedule: str | None,
     jobs: int,
     scheduler: str | None,
     json_out: str | None,
     csv_out: str | None,
 ) -> None:
     """Run WORKLOAD at every point of the --param grid; print one row per point."""
-    from pcplab.cli import _check_output_path
+    from pcplab.cli import _check_output_path, parse_scale_max_schedule
     from pcplab.report import write_csv
     from pcplab.summary import format_table
 
+    schedule = (
+        None
+        if scale_max_schedule is None
+        else parse_scale_max_schedule(scale_max_schedule)
+    )
     engine.engine_binary(engine_name)
     if jobs < 1:
         raise BadInput(f"--jobs {jobs} is out of range; allowed 1 or more")
@@ -192,15 +212,24 @@ def sweep_command(
         base["duration_s"] = duration
     if warmup is not None:
         base["warmup_s"] = warmup
+    if schedule is not None:
+        base["scale_max_schedule"] = schedule
     points = grid(parsed)
     specs = [{**base, **point} for point in points]
+    if schedule is not None and any(s.get("engine") == "host" for s in specs):
+        from pcplab.host.cli import refuse_host_scale_max_schedule
+
+        refuse_host_scale_max_schedule()
     # The engine knows its spec keys and ranges: let it check every point
     # before anything runs (one line and exit 2 on the first bad one).
     for spec in specs:
         if spec.get("engine") != "host":
             engine.resolve(materialize(spec))
     results = run_specs(specs, jobs, scheduler=scheduler, desc="sweep")
-    rows = [{**p, **_metrics(r)} for p, r in zip(points, results, strict=True)]
+    rows = [
+        {**p, **_metrics(r), **_step_metrics(r)}
+        for p, r in zip(points, results, strict=True)
+    ]
     if json_out:
         data = [{"point": p, "result": r} for p, r in zip(points, results, strict=True)]
         Path(json_out).write_text(json.dumps(data, indent=1) + "\n")

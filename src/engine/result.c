@@ -39,6 +39,72 @@ void merge_cpu_stats(struct cpu_stats *total)
 	}
 }
 
+/*
+ * Split the measured calls of rmqueue_bulk and free_pcppages_bulk by the
+ * steps of the scale-max schedule, from the marks each task took at its
+ * ticks (workload.c), after the run and before anything else runs on the
+ * CPUs. A step a task never reached (past its deadline) begins at its
+ * final totals; the rows add up to latency_ns.
+ */
+void collect_steps(const struct spec *s, const struct task *tasks,
+		   struct run_result *r)
+{
+	int n = s->nr_schedule;
+	/* a row for the spec's own scale_max if the schedule starts later */
+	int first = n && s->schedule_ns[0] > 0;
+
+	memset(r->steps, 0, sizeof(r->steps));
+	r->nr_steps = n ? n + first : 0;
+	if (first) {
+		r->steps[0].t_s = 0;
+		r->steps[0].scale_max = s->scale_max;
+	}
+	for (int j = 0; j < n; j++) {
+		r->steps[first + j].t_s = s->schedule[j].t_s;
+		r->steps[first + j].scale_max = s->schedule[j].value;
+	}
+	for (int i = 0; i < s->tasks && n; i++) {
+		const struct task *t = &tasks[i];
+		const struct cpu_stats *st = cpu_stats_of(t->cpu);
+		const struct hist *h[2] = {
+			&st->latency[LAT_RMQUEUE_BULK],
+			&st->latency[LAT_FREE_PCPPAGES_BULK]
+		};
+
+		for (int k = 0; k < 2; k++) {
+			/* the totals where the row begins: zero at measuring */
+			u64 count = 0, sum = 0;
+
+			for (int row = 1; row <= r->nr_steps; row++) {
+				int j = row - first; /* the mark ending it */
+				u64 c = h[k]->count, ns = h[k]->sum;
+
+				if (j < n && j < t->steps_passed) {
+					c = t->step_marks[j].count[k];
+					ns = t->step_marks[j].sum_ns[k];
+				}
+				r->steps[row - 1].count[k] += c - count;
+				r->steps[row - 1].sum_ns[k] += ns - sum;
+				count = c;
+				sum = ns;
+			}
+		}
+	}
+}
+
+/* {count, total, avg} of one side of a schedule step. */
+static cJSON *step_calls_json(const struct step_result *st, int k)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddNumberToObject(o, "count", (double)st->count[k]);
+	cJSON_AddNumberToObject(o, "total", (double)st->sum_ns[k]);
+	cJSON_AddNumberToObject(
+		o, "avg",
+		st->count[k] ? (double)(st->sum_ns[k] / st->count[k]) : 0);
+	return o;
+}
+
 /* {count, total, avg, p50, p99, max, log2_hist} of a latency histogram. */
 static cJSON *latency_json(const struct hist *h)
 {
@@ -164,7 +230,7 @@ static void add_pcp(cJSON *root, const struct cpu_stats *t)
 cJSON *result_to_json(const struct spec *s, const struct run_result *r)
 {
 	cJSON *root = cJSON_CreateObject();
-	cJSON *tp, *lat, *hold, *samples;
+	cJSON *tp, *lat, *hold, *samples, *steps;
 	double secs = r->duration_s > 0 ? r->duration_s : 1;
 	const struct workload *wl = find_workload(s->workload);
 	double per_op = wl->pages_per_op ? wl->pages_per_op : 1;
@@ -219,6 +285,18 @@ cJSON *result_to_json(const struct spec *s, const struct run_result *r)
 		cJSON_AddNumberToObject(o, "t_s", i + 1);
 		cJSON_AddNumberToObject(o, "ops", (double)r->samples[i]);
 		cJSON_AddItemToArray(samples, o);
+	}
+	steps = cJSON_AddArrayToObject(root, "scale_max_steps");
+	for (int i = 0; i < r->nr_steps; i++) {
+		cJSON *o = cJSON_CreateObject();
+
+		cJSON_AddNumberToObject(o, "t_s", r->steps[i].t_s);
+		cJSON_AddNumberToObject(o, "scale_max", r->steps[i].scale_max);
+		cJSON_AddItemToObject(o, "rmqueue_bulk",
+				      step_calls_json(&r->steps[i], 0));
+		cJSON_AddItemToObject(o, "free_pcppages_bulk",
+				      step_calls_json(&r->steps[i], 1));
+		cJSON_AddItemToArray(steps, o);
 	}
 	cJSON_AddBoolToObject(root, "alloc_failed", r->alloc_failed);
 	cJSON_AddNumberToObject(root, "memmap_bytes", (double)r->memmap_bytes);

@@ -129,6 +129,11 @@ static int check_keys(const cJSON *o, char *err)
 
 static const char *const relinquish_names[] = { "off", "contended", "batched" };
 
+/*
+ * The scale-max schedule: [[t_s, value], ...], t_s seconds into the
+ * measured phase (0: when measuring starts), not decreasing; entries at
+ * one time apply in order, so the last one holds.
+ */
 static int parse_schedule(const cJSON *o, struct spec *s, char *err)
 {
 	const cJSON *list =
@@ -146,20 +151,37 @@ static int parse_schedule(const cJSON *o, struct spec *s, char *err)
 	cJSON_ArrayForEach (e, list) {
 		const cJSON *t = cJSON_GetArrayItem(e, 0);
 		const cJSON *v = cJSON_GetArrayItem(e, 1);
+		int n = s->nr_schedule;
 
 		if (!cJSON_IsArray(e) || cJSON_GetArraySize(e) != 2 ||
 		    !cJSON_IsNumber(t) || !cJSON_IsNumber(v) ||
-		    t->valuedouble < 0 || v->valuedouble < 0 ||
-		    v->valuedouble > 6 ||
+		    !(t->valuedouble >= 0 && t->valuedouble <= 86400) ||
+		    v->valuedouble < 0 || v->valuedouble > 6 ||
 		    v->valuedouble != floor(v->valuedouble))
 			return fail(
 				err,
-				"scale_max_schedule entries are [seconds >= 0, scale max 0..6]");
-		s->schedule[s->nr_schedule].t_s = t->valuedouble;
-		s->schedule[s->nr_schedule].value = (int)v->valuedouble;
+				"scale_max_schedule entries are [seconds into the measured phase 0..86400, scale max 0..6]");
+		if (n && t->valuedouble < s->schedule[n - 1].t_s)
+			return fail(
+				err,
+				"scale_max_schedule time %g comes before %g; give the entries in time order",
+				t->valuedouble, s->schedule[n - 1].t_s);
+		s->schedule[n].t_s = t->valuedouble;
+		s->schedule[n].value = (int)v->valuedouble;
+		s->schedule_ns[n] = (u64)llround(t->valuedouble * 1e9);
 		s->nr_schedule++;
 	}
 	return 0;
+}
+
+/* The knob's value @ns into the measured phase, by the schedule. */
+int schedule_value_at(const struct spec *s, u64 ns)
+{
+	int value = s->scale_max;
+
+	for (int i = 0; i < s->nr_schedule && s->schedule_ns[i] <= ns; i++)
+		value = s->schedule[i].value;
+	return value;
 }
 
 static int parse_enums(const cJSON *o, struct spec *s, char *err)

@@ -29,11 +29,25 @@ const char *workload_names(void)
 	return "page_fault1, page_fault2, page_fault3, mmap_fill, stress_vm, lock_repairman";
 }
 
+/* Note this CPU's totals at the start of a scale-max schedule step. */
+static void step_mark(struct task *t, struct step_mark *m)
+{
+	static const int lat[2] = { LAT_RMQUEUE_BULK, LAT_FREE_PCPPAGES_BULK };
+	const struct cpu_stats *st = cpu_stats_of(t->cpu);
+
+	for (int i = 0; i < 2; i++) {
+		m->count[i] = st->latency[lat[i]].count;
+		m->sum_ns[i] = st->latency[lat[i]].sum;
+	}
+}
+
 /*
  * Per-task periodic work, every few hundred faults: the vmstat worker's
  * decay of pcp->high once per vm.stat_interval (it runs on each CPU, so
  * the task runs it on its own CPU), the reset of the task's statistics
- * when measuring starts, per-second op samples, and the deadline.
+ * when measuring starts, the marks of the scale-max schedule's steps (so
+ * the result can split each step's calls, at the same granularity as the
+ * start of measuring), per-second op samples, and the deadline.
  */
 void task_tick(struct task *t)
 {
@@ -44,6 +58,9 @@ void task_tick(struct task *t)
 		t->ops_at_measure = t->ops_at_tick = t->ops;
 		memset(this_cpu_stats(), 0, sizeof(struct cpu_stats));
 	}
+	while (t->measuring && t->steps_passed < t->nr_steps &&
+	       now >= READ_ONCE(t->measure_ns) + t->step_ns[t->steps_passed])
+		step_mark(t, &t->step_marks[t->steps_passed++]);
 	if (t->measuring && t->samples) {
 		u64 sec = (now - t->measure_ns) / 1000000000ULL;
 

@@ -19,6 +19,7 @@ from pcplab.host import procfs, report, runner, sweep, sysctl, trace
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 88}
 MODEL_ENGINES = ("native", "sim")
+SCALE_MAX_SYSCTL = "vm.pcp_batch_scale_max"  # the 2024 proposal's sysctl
 
 
 def _emit(data: Any, as_json: bool, text: str, output: str | None) -> None:
@@ -42,6 +43,27 @@ def _guard(specs: list[dict[str, Any]], trace_method: str, trace_s: float) -> No
     if trace_method not in ("off",) and trace_s > 0:  # a tracefs ring buffer
         needed += trace.DEFAULT_BUFFER_KB * 1024 * (os.cpu_count() or 1)
     check_memory(needed, mem_available_bytes())
+
+
+def refuse_host_scale_max_schedule() -> None:
+    """Refuse --scale-max-schedule against the running kernel: one line, exit 2.
+
+    Kernels without the vm.pcp_batch_scale_max sysctl (mainline, this one)
+    have no runtime knob to change; where a kernel carries it, the host
+    engine does not write it during a run (yet), and says so.
+    """
+    release = procfs.kernel_release()
+    if not sysctl.sysctl_path(SCALE_MAX_SYSCTL).exists():
+        raise BadInput(
+            f"--scale-max-schedule changes {SCALE_MAX_SYSCTL}, which this kernel "
+            f"({release}) does not have; run the schedule on the model with "
+            "--engine native or sim"
+        )
+    raise BadInput(
+        f"--scale-max-schedule: this kernel ({release}) has {SCALE_MAX_SYSCTL}, "
+        "but the host engine does not change it during a run; run the schedule "
+        "on the model with --engine native or sim"
+    )
 
 
 def execute_run(
@@ -445,6 +467,13 @@ def compare_rows(
     metavar="NAME",
     help="Machine profile for --model sim (this host's calibrated one).",
 )
+@click.option(
+    "--scale-max-schedule",
+    metavar="T:V[,T:V...]",
+    help="Change pcp_batch_scale_max to V (0..6) at T seconds into the measured "
+    "phase of both runs; refused while the host engine cannot change the "
+    "kernel's vm.pcp_batch_scale_max (mainline kernels have none).",
+)
 @_trace_options
 @_output_options
 def compare(
@@ -455,6 +484,7 @@ def compare(
     size_mib: int | None,
     model: str | None,
     machine: str | None,
+    scale_max_schedule: str | None,
     trace_method: str,
     trace_seconds: float,
     burst_gap_ns: int,
@@ -462,6 +492,11 @@ def compare(
     output: str | None,
 ) -> None:
     """Run the workload on this kernel and on the model; print both and the ratio."""
+    if scale_max_schedule is not None:
+        from pcplab.cli import parse_scale_max_schedule
+
+        parse_scale_max_schedule(scale_max_schedule)
+        refuse_host_scale_max_schedule()  # the kernel's side cannot follow it
     _check_output(output)
     sysctl.restore_pending()
     if model is None:  # the simulator needs this host's calibrated profile

@@ -157,7 +157,9 @@ static void sleep_ns(u64 ns)
 
 /*
  * The measured window: sample ops every second, apply the scale-max
- * schedule (times count from the start of measuring), stop at the end.
+ * schedule (entry i at schedule_ns[i] after measuring starts, as in the
+ * sim engine; the tasks mark each step at the same times), stop at the
+ * end. The main thread sleeps until the next of these, 10 ms at most.
  */
 static void measure(struct native_run *run, struct run_result *res)
 {
@@ -175,19 +177,26 @@ static void measure(struct native_run *run, struct run_result *res)
 
 	for (u64 now = start; now < end && !READ_ONCE(run->alloc_failed);
 	     now = now_ns()) {
+		u64 wake = min(end, now + 10000000ULL);
+
 		while (next_sched < spec->nr_schedule &&
-		       (double)(now - start) / 1e9 >=
-			       spec->schedule[next_sched].t_s)
+		       now - start >= spec->schedule_ns[next_sched])
 			pcp_batch_scale_max_set(
 				spec->schedule[next_sched++].value);
-		if (now >= next_sample && res->nr_samples < MAX_SAMPLES) {
+		if (next_sched < spec->nr_schedule)
+			wake = min(wake, start + spec->schedule_ns[next_sched]);
+		if (now >= next_sample) {
 			u64 ops = total_ops(run);
 
-			res->samples[res->nr_samples++] = ops - last_ops;
+			if (res->nr_samples < MAX_SAMPLES)
+				res->samples[res->nr_samples++] =
+					ops - last_ops;
 			last_ops = ops;
 			next_sample += 1000000000ULL;
 		}
-		sleep_ns(min(end - now, 10000000ULL));
+		wake = min(wake, next_sample);
+		if (wake > now)
+			sleep_ns(wake - now);
 	}
 	res->ops = total_ops(run) - ops0;
 	res->duration_s = (double)(now_ns() - start) / 1e9;
@@ -212,6 +221,14 @@ static int start_tasks(struct native_run *run, pthread_t *threads, char *err)
 		t->stop = &run->stop;
 		t->measure_ns = UINT64_MAX;
 		t->deadline_ns = UINT64_MAX;
+		t->step_ns = spec->schedule_ns;
+		t->nr_steps = spec->nr_schedule;
+		t->step_marks = calloc((size_t)spec->nr_schedule + 1,
+				       sizeof(*t->step_marks));
+		if (!t->step_marks) {
+			snprintf(err, ERRLEN, "no memory for task %d", i);
+			return -1;
+		}
 		prandom_seed(&t->rnd, spec->seed + (u64)i);
 		if (task_mm_init(&t->mm, t->size_pages) ||
 		    pthread_create(&threads[i], NULL, task_main, t)) {
@@ -259,6 +276,7 @@ int engine_run(const struct spec *spec, struct run_result *res, char *err)
 	res->alloc_failed = run.alloc_failed;
 
 	merge_cpu_stats(&res->total);
+	collect_steps(spec, run.tasks, res);
 	check_invariants(&res->inv, held);
 	drain_all_pages(NULL);
 	check_invariants(&res->inv_drained, held);
@@ -274,8 +292,10 @@ int engine_run(const struct spec *spec, struct run_result *res, char *err)
 	res->memmap_bytes = memmap_bytes();
 
 	xfree_teardown(run.tasks, spec->tasks);
-	for (int i = 0; i < spec->tasks; i++)
+	for (int i = 0; i < spec->tasks; i++) {
 		task_mm_exit(&run.tasks[i].mm);
+		free(run.tasks[i].step_marks);
+	}
 	pthread_barrier_destroy(&run.start);
 	native_frames_unmap();
 	free(run.tasks);

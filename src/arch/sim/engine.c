@@ -221,6 +221,23 @@ static int build_memory(const struct spec *spec, char *err)
 	return 0;
 }
 
+/*
+ * The scale-max schedule in virtual time: entry i at schedule_ns[i] into
+ * the measured phase, which starts at @measure ns on every CPU's clock
+ * (the native engine counts from the start of measuring too).
+ */
+static void schedule_scale_max(const struct spec *spec, u64 measure)
+{
+	u64 at[MAX_SCHEDULE];
+	int values[MAX_SCHEDULE];
+
+	for (int i = 0; i < spec->nr_schedule; i++) {
+		at[i] = (measure + spec->schedule_ns[i]) * 1000;
+		values[i] = spec->schedule[i].value;
+	}
+	sim_scale_max_schedule(at, values, spec->nr_schedule);
+}
+
 /* Run @spec on the simulated machine; fill @res. 0, or -1 with @err. */
 int engine_run(const struct spec *spec, struct run_result *res, char *err)
 {
@@ -241,6 +258,7 @@ int engine_run(const struct spec *spec, struct run_result *res, char *err)
 	derive_for(spec);
 	dram_init();
 	placement(spec, cpus);
+	schedule_scale_max(spec, measure);
 	nr_samples = min(nr_samples, MAX_SAMPLES);
 	if (spec->cross_free &&
 	    xfree_setup(tasks, spec->tasks, (spec->size_mib << 20) / PAGE_SIZE))
@@ -256,8 +274,13 @@ int engine_run(const struct spec *spec, struct run_result *res, char *err)
 		t->deadline_ns = deadline;
 		t->nr_samples = nr_samples;
 		t->samples = calloc((size_t)nr_samples + 1, sizeof(u64));
+		t->step_ns = spec->schedule_ns;
+		t->nr_steps = spec->nr_schedule;
+		t->step_marks = calloc((size_t)spec->nr_schedule + 1,
+				       sizeof(*t->step_marks));
 		prandom_seed(&t->rnd, spec->seed * 1000003ULL + (u64)i);
-		if (!t->samples || task_mm_init(&t->mm, t->size_pages))
+		if (!t->samples || !t->step_marks ||
+		    task_mm_init(&t->mm, t->size_pages))
 			return -1;
 		set_costs(v, cpus, spec->tasks);
 		v->hot.jitter_rng = prandom_u64(&t->rnd) | 1;
@@ -278,6 +301,11 @@ int engine_run(const struct spec *spec, struct run_result *res, char *err)
 	res->alloc_failed = run_alloc_failed;
 
 	merge_cpu_stats(&res->total);
+	collect_steps(spec, tasks, res);
+	/* the knob as the run left it, for the drain below */
+	sim_scale_max_schedule(NULL, NULL, 0);
+	pcp_batch_scale_max_set(
+		schedule_value_at(spec, (u64)(spec->duration_s * 1e9)));
 	check_invariants(&res->inv, held);
 	drain_all_pages(NULL);
 	check_invariants(&res->inv_drained, held);
@@ -287,6 +315,7 @@ int engine_run(const struct spec *spec, struct run_result *res, char *err)
 	for (int i = 0; i < spec->tasks; i++) {
 		task_mm_exit(&tasks[i].mm);
 		free(tasks[i].samples);
+		free(tasks[i].step_marks);
 	}
 	free(tasks);
 	free(cpus);

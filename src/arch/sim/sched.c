@@ -38,6 +38,16 @@ static struct vcpu *vcpus;
 static int nr_vcpus;
 
 /*
+ * The run's pcp_batch_scale_max schedule in virtual time (ps, not
+ * decreasing): each CPU passes its changes as its own clock reaches them
+ * (sim_scale_max_scheduled(), from arch_pcp_batch_scale_max()).
+ */
+static u64 scale_max_at[MAX_SCHEDULE];
+static int scale_max_value[MAX_SCHEDULE];
+static int nr_scale_max;
+u64 sim_scale_max_from = ~0ULL;
+
+/*
  * The runnable CPUs, a binary min-heap on (clock, id). An entry is its
  * key, clock << 32 | id, compared as one 128-bit number: a CPU's clock
  * does not change while it waits in the heap, so a sift stays within the
@@ -199,6 +209,7 @@ int sim_init(int n)
 	if (!vcpus || !heap)
 		return -1;
 	heap_len = 0;
+	sim_scale_max_schedule(NULL, NULL, 0);
 	main_vcpu.hot.stats = &main_stats;
 	main_vcpu.hot.cost = no_cost;
 	main_vcpu.hot.id = -1;
@@ -209,6 +220,40 @@ int sim_init(int n)
 	}
 	current_vcpu = &main_vcpu.hot;
 	return 0;
+}
+
+/*
+ * Schedule pcp_batch_scale_max changes for every CPU: values[i] from
+ * virtual time at_ps[i] (not decreasing); @n 0 cancels the schedule. Before
+ * the first change, or without a schedule, CPUs read the knob as set.
+ */
+void sim_scale_max_schedule(const u64 *at_ps, const int *values, int n)
+{
+	BUG_ON(n > MAX_SCHEDULE);
+	nr_scale_max = n;
+	for (int i = 0; i < n; i++) {
+		scale_max_at[i] = at_ps[i];
+		scale_max_value[i] = values[i];
+	}
+	sim_scale_max_from = n ? at_ps[0] : ~0ULL;
+	main_vcpu.scale_max_steps = 0;
+	for (int i = 0; i < nr_vcpus; i++)
+		vcpus[i].scale_max_steps = 0;
+}
+
+/*
+ * The running CPU's clock has reached the schedule's first change: pass
+ * every change due by its clock (a CPU's clock only moves forward) and
+ * return the value the last one set.
+ */
+int sim_scale_max_scheduled(void)
+{
+	struct vcpu *v = cur();
+
+	while (v->scale_max_steps < nr_scale_max &&
+	       v->hot.clock >= scale_max_at[v->scale_max_steps])
+		v->scale_max = scale_max_value[v->scale_max_steps++];
+	return v->scale_max;
 }
 
 /* Free the CPUs and their stacks. */
@@ -222,6 +267,7 @@ void sim_exit(void)
 	vcpus = NULL;
 	heap = NULL;
 	nr_vcpus = 0;
+	sim_scale_max_schedule(NULL, NULL, 0);
 	current_vcpu = &main_vcpu.hot;
 }
 

@@ -24,6 +24,8 @@ struct vcpu {
 	void *stack;
 	size_t stack_size;
 	bool done;
+	int scale_max_steps; /* scheduled changes its clock has passed */
+	int scale_max; /* the value the last of them set */
 };
 
 enum cpu_distance { DIST_SAME, DIST_SMT, DIST_SOCKET, DIST_REMOTE, NR_DIST };
@@ -131,5 +133,6 @@ void sim_block(void);
 void sim_wake(struct vcpu *v);
 struct vcpu *sim_current(void);
 size_t sim_stack_bytes(void);
+void sim_scale_max_schedule(const u64 *at_ps, const int *values, int n);
 
 #endif

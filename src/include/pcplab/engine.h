@@ -37,11 +37,28 @@ struct spec {
 	bool spread; /* placement "spread": unpinned, as the scheduler spreads */
 	char machine_name[64]; /* sim: the machine profile's name */
 	char args_json[512]; /* the workload's args, as given */
+	/*
+	 * pcp_batch_scale_max changes: entry i sets the knob to value at t_s
+	 * seconds into the measured phase (after warmup_s), times not
+	 * decreasing; schedule_ns[i] is t_s in ns, as every engine uses it.
+	 */
 	int nr_schedule;
 	struct {
 		double t_s;
 		int value;
 	} schedule[MAX_SCHEDULE];
+	u64 schedule_ns[MAX_SCHEDULE];
+};
+
+/*
+ * One row of the per-step summary: from the step's time to the next one's
+ * (the first row, if the schedule starts after 0, runs from the start of
+ * measuring with the spec's scale_max).
+ */
+struct step_result {
+	double t_s;
+	int scale_max;
+	u64 count[2], sum_ns[2]; /* rmqueue_bulk, free_pcppages_bulk */
 };
 
 struct run_result {
@@ -54,6 +71,8 @@ struct run_result {
 	struct invariant_report inv;
 	struct invariant_report inv_drained;
 	unsigned long memmap_bytes;
+	int nr_steps; /* rows of steps[]: none without a schedule */
+	struct step_result steps[MAX_SCHEDULE + 1];
 };
 
 /* spec.c */
@@ -65,6 +84,10 @@ cJSON *spec_to_json(const struct spec *spec);
 cJSON *result_to_json(const struct spec *spec, const struct run_result *r);
 cJSON *pagesets_to_json(void);
 void merge_cpu_stats(struct cpu_stats *total);
+struct task;
+void collect_steps(const struct spec *spec, const struct task *tasks,
+		   struct run_result *r);
+int schedule_value_at(const struct spec *spec, u64 ns);
 
 /* pagesets.c, proptest.c */
 int pagesets_main(const char *text, char *err);

@@ -272,9 +272,19 @@ static inline struct per_cpu_pages *per_cpu_ptr(struct zone *zone, int cpu)
 	return &zone->per_cpu_pageset[cpu];
 }
 
+/*
+ * The knob as the running CPU reads it now. A platform whose CPUs each
+ * keep their own clock (sim) defines arch_pcp_batch_scale_max() to give
+ * the value a scheduled change has set by that clock.
+ */
 static inline int pcp_batch_scale_max(void)
 {
-	return READ_ONCE(pcp_policy.pcp_batch_scale_max);
+	int value = READ_ONCE(pcp_policy.pcp_batch_scale_max);
+
+#ifdef arch_pcp_batch_scale_max
+	value = arch_pcp_batch_scale_max(value);
+#endif
+	return value;
 }
 
 static inline unsigned long wmark_pages(const struct zone *z, int w)

@@ -13,6 +13,14 @@
 #include "mm.h"
 #include "random.h"
 
+/*
+ * Where a task's CPU stood when a step of the scale-max schedule began:
+ * its rmqueue_bulk and free_pcppages_bulk calls and their total time.
+ */
+struct step_mark {
+	u64 count[2], sum_ns[2]; /* rmqueue_bulk, free_pcppages_bulk */
+};
+
 /* One task of a run: it runs on (and is) one model CPU. */
 struct task {
 	int cpu;
@@ -34,6 +42,10 @@ struct task {
 	unsigned long iterations;
 	struct xfree_box *xfree; /* the mailbox to/from the partner CPU */
 	bool xfree_consumer; /* frees what the partner allocated */
+	const u64 *step_ns; /* scale-max schedule: ns into measuring */
+	int nr_steps;
+	int steps_passed;
+	struct step_mark *step_marks; /* [nr_steps], filled as they pass */
 };
 
 /* Pages handed from an allocating CPU to a freeing one (cross-CPU free). */

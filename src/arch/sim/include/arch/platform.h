@@ -124,6 +124,29 @@ static inline void cost(enum cost_kind kind, unsigned long n)
 	v->clock += v->cost[kind] * n;
 }
 
+/* When the first scheduled pcp_batch_scale_max change is due (ps; ~0: none) */
+extern u64 sim_scale_max_from;
+int sim_scale_max_scheduled(void);
+
+/*
+ * pcp_batch_scale_max at the running CPU's own clock. A run's schedule of
+ * changes is known before it starts (sched.c), so from the first change on
+ * a CPU takes the value the schedule gives for its clock, at each use
+ * site: a read at virtual time c sees every change at or before c and
+ * none after, which is what the sysctl written at that time gives a CPU
+ * that reads it later. Exact without sim_sync(): nothing in the run writes
+ * the knob, so no other CPU's progress can change what a read returns,
+ * and runs stay deterministic. Before the first change, or without a
+ * schedule, the knob as set (@sysctl): one compare on the fast paths.
+ */
+static inline int arch_pcp_batch_scale_max(int sysctl)
+{
+	if (unlikely(current_vcpu->clock >= sim_scale_max_from))
+		return sim_scale_max_scheduled();
+	return sysctl;
+}
+#define arch_pcp_batch_scale_max arch_pcp_batch_scale_max
+
 /* How long the running CPU has held @lock. */
 static inline u64 spin_hold_ns(const spinlock_t *lock)
 {
