@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 import shutil
 import sys
@@ -17,6 +16,16 @@ import click
 from pcplab import data, engine, machines
 from pcplab.errors import BadInput, EngineError, InvariantViolation, PcplabError
 from pcplab.host.cli import compare, host, run_on_host
+from pcplab.inputs import (
+    FLOAT,
+    INT,
+    SCHEDULE_HELP,
+    AsciiIntRange,
+    check_output_dir,
+    check_output_file,
+    parse_int_list,
+    parse_scale_max_schedule,
+)
 from pcplab.reproduce import reference_option, reproduce_command
 from pcplab.summary import format_summary, format_table
 from pcplab.sweep import sweep_command
@@ -32,67 +41,11 @@ MANUAL_FLAGS = {
     "cpus": "--cpus",
 }
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 88}
-SCHEDULE_HELP = (
-    "Change pcp_batch_scale_max during the run: to V (0..6) at T seconds into "
-    "the measured phase (0: when measuring starts), e.g. 0:5,0.5:0."
-)
-SCHEDULE_ALLOWED = (
-    "give T:V[,T:V...] with T seconds into the measured phase (0 or more, in "
-    "time order) and V a pcp_batch_scale_max of 0..6, e.g. 0:5,0.5:0"
-)
 
 
 def _emit_json(data: Any) -> None:
     """Print `data` as indented JSON on stdout."""
     click.echo(json.dumps(data, indent=2))
-
-
-def _check_output_path(path: str | None) -> None:
-    """Refuse an --output file that cannot be written, before anything runs."""
-    if path is None:
-        return
-    target = Path(path)
-    parent = target.parent  # Path("r.json").parent is Path(".")
-    if target.is_dir():
-        raise BadInput(f"--output {path} is a directory; give a file name")
-    if not parent.is_dir() or not os.access(parent, os.W_OK):
-        raise BadInput(
-            f"--output {path}: directory {parent} does not exist or is not "
-            "writable; give a file in a writable directory"
-        )
-
-
-def parse_scale_max_schedule(text: str) -> list[list[float | int]]:
-    """Parse --scale-max-schedule "0:5,0.5:0" into [[0.0, 5], [0.5, 0]].
-
-    Anything else is BadInput: one line saying what is wrong and what is
-    allowed. The engine checks the kernel generation and the time range.
-    """
-    schedule: list[list[float | int]] = []
-
-    def bad(problem: str) -> BadInput:
-        return BadInput(f"--scale-max-schedule {text!r}: {problem}; {SCHEDULE_ALLOWED}")
-
-    for entry in text.split(","):
-        parts = entry.split(":")
-        if len(parts) != 2:
-            raise bad(f"{entry.strip()!r} is not T:V")
-        try:
-            at = float(parts[0])
-        except ValueError:
-            raise bad(f"time {parts[0].strip()!r} is not a number") from None
-        try:
-            value = int(parts[1])
-        except ValueError:
-            raise bad(f"value {parts[1].strip()!r} is not an integer") from None
-        if not math.isfinite(at) or at < 0:
-            raise bad(f"time {parts[0].strip()} is not 0 or more")
-        if not 0 <= value <= 6:
-            raise bad(f"value {value} is out of range")
-        if schedule and at < schedule[-1][0]:
-            raise bad(f"time {parts[0].strip()} comes before {schedule[-1][0]:g}")
-        schedule.append([at, value])
-    return schedule
 
 
 def mem_available_bytes() -> int:
@@ -248,15 +201,15 @@ def _print_host_rows(rows: list[dict[str, Any]]) -> None:
     help="Model every zone of this host (/proc/zoneinfo) beside the kernel's values.",
 )
 @click.option(
-    "--managed-pages", type=int, metavar="N", help="Managed pages of the zone."
+    "--managed-pages", type=INT, metavar="N", help="Managed pages of the zone."
 )
 @click.option(
-    "--low-wmark", type=int, metavar="L", help="Low watermark of the zone, in pages."
+    "--low-wmark", type=INT, metavar="L", help="Low watermark of the zone, in pages."
 )
-@click.option("--cpus", type=int, metavar="C", help="CPUs of the zone's node.")
+@click.option("--cpus", type=INT, metavar="C", help="CPUs of the zone's node.")
 @click.option(
     "--high-fraction",
-    type=int,
+    type=INT,
     metavar="F",
     help="vm.percpu_pagelist_high_fraction (default 0; with --host the live value).",
 )
@@ -328,7 +281,7 @@ def pagesets(
 )
 @click.option(
     "--tasks",
-    type=int,
+    type=INT,
     metavar="N",
     help="Tasks; each is one model CPU (sim: one per CPU of the machine).",
 )
@@ -337,25 +290,25 @@ def pagesets(
     metavar="NAME",
     help="Machine profile for --engine sim (see 'pcplab machines').",
 )
-@click.option("--duration", type=float, metavar="S", help="Measured seconds.")
-@click.option("--warmup", type=float, metavar="S", help="Seconds run before measuring.")
+@click.option("--duration", type=FLOAT, metavar="S", help="Measured seconds.")
+@click.option("--warmup", type=FLOAT, metavar="S", help="Seconds run before measuring.")
 @click.option(
     "--kernel", metavar="V", help="Model generation, e.g. 6.18 (the default)."
 )
-@click.option("--batch", type=int, metavar="B", help="Override pcp->batch.")
+@click.option("--batch", type=INT, metavar="B", help="Override pcp->batch.")
 @click.option(
     "--high",
-    type=int,
+    type=INT,
     metavar="H",
     help="Override pcp->high (high_min = high_max = H).",
 )
 @click.option(
     "--high-fraction",
-    type=int,
+    type=INT,
     metavar="F",
     help="vm.percpu_pagelist_high_fraction (0 or >= 8).",
 )
-@click.option("--scale-max", type=int, metavar="S", help="pcp_batch_scale_max (0..6).")
+@click.option("--scale-max", type=INT, metavar="S", help="pcp_batch_scale_max (0..6).")
 @click.option("--scale-max-schedule", metavar="T:V[,T:V...]", help=SCHEDULE_HELP)
 @click.option(
     "--relinquish",
@@ -369,12 +322,12 @@ def pagesets(
 )
 @click.option(
     "--memory-mib",
-    type=int,
+    type=INT,
     metavar="M",
     help="Managed memory of the model's zone (default: MemTotal).",
 )
-@click.option("--size-mib", type=int, metavar="M", help="Per-task mapping size.")
-@click.option("--seed", type=int, metavar="N", help="Random seed.")
+@click.option("--size-mib", type=INT, metavar="M", help="Per-task mapping size.")
+@click.option("--seed", type=INT, metavar="N", help="Random seed.")
 @click.option(
     "--mode",
     metavar="process|thread",
@@ -434,7 +387,7 @@ def run(
         else parse_scale_max_schedule(scale_max_schedule)
     )
     engine.engine_binary(engine_name)  # refuse an engine that is not built
-    _check_output_path(output)
+    check_output_file(output, "--output")
     if schedule is not None and engine_name == "host":
         from pcplab.host.cli import refuse_host_scale_max_schedule
 
@@ -471,12 +424,13 @@ def run(
     if cross_free:
         spec["cross_free"] = True
     if nodes is not None:
-        try:
-            spec["nodes"] = [int(n) for n in nodes.split(",")]
-        except ValueError:
+        spec["nodes"] = parse_int_list(nodes, "--nodes", "0,1")
+        repeated = sorted({n for n in spec["nodes"] if spec["nodes"].count(n) > 1})
+        if repeated:
             raise BadInput(
-                f"--nodes {nodes!r} is not a list of node numbers; e.g. --nodes 0,1"
-            ) from None
+                f"--nodes {nodes} names node {', '.join(map(str, repeated))} "
+                "more than once; give each node once, e.g. --nodes 0,1"
+            )
     if engine_name == "host":  # the running kernel: python/pcplab/host
         run_on_host(spec, as_json=as_json, output=output)
         return
@@ -557,7 +511,9 @@ cli.add_command(sweep_command)  # pcplab sweep --param KEY=V1,V2 ...
 @cli.command("fidelity", short_help="The model beside every published figure.")
 @click.argument("names", nargs=-1)
 @click.option("--quick", is_flag=True, help="Fewer rows, shorter runs.")
-@click.option("--jobs", type=int, default=2, show_default=True, help="Parallel runs.")
+@click.option(
+    "--jobs", type=AsciiIntRange(1), default=2, show_default=True, help="Parallel runs."
+)
 @click.option(
     "--left-out/--no-left-out",
     default=True,
@@ -584,12 +540,10 @@ def fidelity_command(
             f"unknown experiment {', '.join(unknown)}; "
             f"known: {', '.join(fidelity.EXPERIMENTS)}"
         )
-    if jobs < 1:
-        raise BadInput(f"--jobs {jobs} is out of range; allowed 1 or more")
-    for path in (out, json_out):
-        _check_output_path(path)
     for name in names or fidelity.EXPERIMENTS:
         data.experiment_file(name)  # every spec is there before anything runs
+    check_output_file(out, "--out")
+    check_output_file(json_out, "--json")
     results = {
         name: run_one(quick, jobs)
         for name, run_one in fidelity.EXPERIMENTS.items()
@@ -620,7 +574,7 @@ def fidelity_command(
 )
 @click.option(
     "--max-nfev",
-    type=click.IntRange(0, 10000),
+    type=AsciiIntRange(0, 10000),
     default=40,
     show_default=True,
     help="Steps of the least-squares search (each step runs every fitted row "
@@ -629,13 +583,13 @@ def fidelity_command(
 @click.option(
     "--cross-validate",
     "folds_nfev",
-    type=click.IntRange(0, 10000),
+    type=AsciiIntRange(0, 10000),
     default=0,
     show_default=True,
     metavar="N",
     help="Also leave each machine out and refit without it, N trials each.",
 )
-@click.option("--jobs", type=click.IntRange(1, 256), default=2, show_default=True)
+@click.option("--jobs", type=AsciiIntRange(1, 256), default=2, show_default=True)
 @click.option(
     "--out",
     metavar="DIR",
@@ -660,12 +614,7 @@ def fit_command(
     from pcplab import fidelity, fit
 
     space = fit.Space.from_file(names.split(",") if names else None)
-    directory = Path(out)
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise BadInput(f"--out {out}: cannot create it ({exc.strerror})") from exc
-    _check_output_path(str(directory / "fit.json"))
+    directory = check_output_dir(out, "--out")
     start = machines.constants()
     everyone = list(fidelity.reference_machines())
     if max_nfev:
@@ -696,7 +645,13 @@ def calibrate_command(out: str | None, name: str) -> None:
     """Measure this host with the native engine and write its sim profile."""
     from pcplab.calibrate import calibrate
 
-    _check_output_path(out)
+    if not machines.NAME.fullmatch(name):
+        raise BadInput(
+            f"--name {name!r} is not a profile name; give letters, digits, "
+            "'.', '_' or '-', starting with a letter or digit"
+        )
+    default = machines.user_dir() / f"{name}.toml"
+    check_output_file(out or str(default), "--out", make_parent=True)
     path = calibrate(out, name)
     ref = str(path) if out else name
     click.echo(f"wrote {path}; use it with: pcplab run --engine sim --machine {ref}")
@@ -709,6 +664,11 @@ def _usage_line(exc: click.UsageError) -> str:
     return f"pcplab: error: {message}; see '{where} --help' for what is allowed"
 
 
+def _one_line(text: str) -> str:
+    """Return TEXT as one line: each line break (in a file name, say) escaped."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the pcplab CLI; bad input gives one stderr line and exit status 2."""
     try:
@@ -717,7 +677,7 @@ def main(argv: list[str] | None = None) -> int:
         click.echo(_usage_line(exc), err=True)
         return 2
     except PcplabError as exc:
-        click.echo(exc.line, err=True)
+        click.echo(_one_line(exc.line), err=True)
         return exc.exit_status
     except click.ClickException as exc:
         message = " ".join(exc.format_message().split())
@@ -727,7 +687,19 @@ def main(argv: list[str] | None = None) -> int:
         click.echo("pcplab: interrupted", err=True)
         return 130
     except OSError as exc:
-        click.echo(f"pcplab: error: {exc}", err=True)
+        click.echo(_one_line(f"pcplab: error: {exc}"), err=True)
+        return 1
+    except Exception as exc:  # a bug: one line, no traceback (PCPLAB_DEBUG shows it)
+        if os.environ.get("PCPLAB_DEBUG"):
+            raise
+        where = f"{type(exc).__name__}: {exc}"
+        click.echo(
+            _one_line(
+                f"pcplab: internal error: {where}; please report it "
+                "(PCPLAB_DEBUG=1 shows the traceback)"
+            ),
+            err=True,
+        )
         return 1
     return status if isinstance(status, int) else 0
 

@@ -61,9 +61,15 @@ def call(engine: str, command: str, request: dict[str, Any]) -> dict[str, Any]:
     binary = engine_binary(engine)
     what = f"{binary.name} {command}"
     try:
+        text = json.dumps(request, allow_nan=False)
+    except ValueError:
+        raise BadInput(
+            f"the {command} request holds a NaN or infinite number; give finite numbers"
+        ) from None
+    try:
         proc = subprocess.run(
             [str(binary), command],
-            input=json.dumps(request),
+            input=text,
             capture_output=True,
             text=True,
             errors="replace",

@@ -9,6 +9,8 @@ engine derives every cost from facts and constants (docs/machines.md).
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import re
 import tomllib
@@ -33,6 +35,8 @@ PROFILE_KEYS = {
     "costs",
     "lock",
 }
+# A profile's name: what `pcplab run --machine NAME` and file names take.
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 # The facts of [hardware] (docs/machines.md); the engine checks their ranges.
 HARDWARE_NUMBERS = (
     "llc_mb",
@@ -48,6 +52,25 @@ HARDWARE_NUMBERS = (
     "mem_gbs",
 )
 HARDWARE_FLAGS = ("meltdown", "erms", "vm_guest")
+# [topology]: the counts are integers; the clock and the memory may be fractions.
+TOPOLOGY_INTEGERS = ("sockets", "numa_nodes", "cores_per_socket", "smt")
+TOPOLOGY_NUMBERS = ("ghz", "memory_gb")
+TOPOLOGY_KEYS = (*TOPOLOGY_INTEGERS, *TOPOLOGY_NUMBERS)
+# [costs]: a measured cost in ns replaces the derived one (src/arch/sim/machine.c).
+COST_NAMES = (
+    "fault_base_ns",
+    "clear_page_ns",
+    "copy_page_ns",
+    "pcp_alloc_ns",
+    "pcp_free_ns",
+    "buddy_alloc_page_ns",
+    "buddy_free_page_ns",
+    "lru_add_page_ns",
+    "lru_del_page_ns",
+    "unmap_page_ns",
+    "mmap_ns",
+)
+LOCKS = ("queued", "ticket")
 # The facts every microarchitecture of uarch.toml gives (mem_gbs is measured).
 TABLE_FACTS = (*(k for k in HARDWARE_NUMBERS if k != "mem_gbs"), "meltdown", "erms")
 # Facts of a CPU model ([cpu."..."] in uarch.toml) that a profile may also give.
@@ -76,8 +99,14 @@ def read_toml(path: Path) -> dict[str, Any]:
     try:
         return tomllib.loads(path.read_text())
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise BadInput(f"cannot read machine profile {path}: {reason}") from exc
+        if isinstance(exc, OSError) and exc.strerror:
+            reason = exc.strerror
+        else:
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise BadInput(
+            f"cannot read machine profile {path}: {reason}; give a UTF-8 TOML "
+            "file (docs/machines.md)"
+        ) from exc
 
 
 def constants() -> dict[str, Any]:
@@ -122,8 +151,79 @@ def _uarch_named(name: str) -> dict[str, Any]:
     return uarchs[name]
 
 
+def _is_number(value: Any) -> bool:
+    """Say whether VALUE is a TOML integer or float (a bool is neither)."""
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+    )
+
+
+def _shown(value: Any) -> str:
+    """Return VALUE as TOML-ish text short enough for a one-line message."""
+    if isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, str):
+        text = json.dumps(value)
+    else:
+        text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _kind(value: Any) -> str:
+    """Name the TOML type of VALUE for a message."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a float" if math.isfinite(value) else "not finite"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "a table"
+
+
+def _check_topology(path: Path, topology: dict[str, Any]) -> None:
+    """Refuse unknown, missing and mistyped [topology] keys."""
+    for key, value in topology.items():
+        if key not in TOPOLOGY_KEYS:
+            raise BadInput(
+                f"machine profile {path}: unknown key '{key}' in [topology]; "
+                f"allowed: {', '.join(TOPOLOGY_KEYS)}"
+            )
+        integer = key in TOPOLOGY_INTEGERS
+        if not _is_number(value) or (integer and not isinstance(value, int)):
+            want = "an integer" if integer else "a number"
+            raise BadInput(
+                f"machine profile {path}: [topology] {key} = {_shown(value)} is "
+                f"{_kind(value)}; {key} must be {want}"
+            )
+    missing = [k for k in TOPOLOGY_KEYS if k not in topology]
+    if missing:
+        raise BadInput(
+            f"machine profile {path}: [topology] lacks {', '.join(missing)}; "
+            f"give every one of {', '.join(TOPOLOGY_KEYS)}"
+        )
+
+
+def _check_costs(path: Path, costs: dict[str, Any]) -> None:
+    """Refuse unknown cost names and costs that are no number of ns >= 0."""
+    for key, value in costs.items():
+        if key not in COST_NAMES:
+            raise BadInput(
+                f"machine profile {path}: unknown cost '{key}' in [costs]; "
+                f"allowed: {', '.join(COST_NAMES)}"
+            )
+        if not _is_number(value) or value < 0:
+            raise BadInput(
+                f"machine profile {path}: [costs] {key} = {_shown(value)} is not a "
+                "cost; allowed a number of ns, 0 or more"
+            )
+
+
 def _check_types(path: Path, profile: dict[str, Any]) -> None:
-    """Refuse keys and types the schema does not have (ranges: the engine)."""
+    """Refuse keys and types the schema does not have (most ranges: the engine)."""
     unknown = sorted(set(profile) - PROFILE_KEYS)
     if unknown:
         raise BadInput(
@@ -132,17 +232,39 @@ def _check_types(path: Path, profile: dict[str, Any]) -> None:
         )
     for key in ("name", "cpu_model", "description", "source", "lock"):
         if key in profile and not isinstance(profile[key], str):
-            raise BadInput(f"machine profile {path}: '{key}' must be a string")
-    if "name" in profile and not re.fullmatch(
-        r"[A-Za-z0-9][A-Za-z0-9._-]*", profile["name"]
-    ):
+            raise BadInput(
+                f"machine profile {path}: {key} = {_shown(profile[key])} is "
+                f"{_kind(profile[key])}; '{key}' must be a string"
+            )
+    if "name" in profile and not NAME.fullmatch(profile["name"]):
         raise BadInput(
-            f"machine profile {path}: name '{profile['name']}' must be letters, "
-            "digits, '.', '_' or '-'"
+            f"machine profile {path}: name '{profile['name']}' is not a profile "
+            "name; allowed letters, digits, '.', '_' or '-'"
+        )
+    if profile.get("lock", LOCKS[0]) not in LOCKS:
+        raise BadInput(
+            f"machine profile {path}: lock '{profile['lock']}' is unknown; "
+            f"allowed: {', '.join(LOCKS)}"
+        )
+    used_by = profile.get("used_by", [])
+    if not isinstance(used_by, list) or not all(isinstance(u, str) for u in used_by):
+        raise BadInput(
+            f"machine profile {path}: 'used_by' must be a list of strings; "
+            'give e.g. used_by = ["aaron2018"]'
         )
     for table in ("topology", "hardware", "costs"):
         if table in profile and not isinstance(profile[table], dict):
-            raise BadInput(f"machine profile {path}: [{table}] must be a table")
+            raise BadInput(
+                f"machine profile {path}: {table} = {_shown(profile[table])} is "
+                f"{_kind(profile[table])}; [{table}] must be a table"
+            )
+    if "topology" not in profile:
+        raise BadInput(
+            f"machine profile {path} has no [topology]; give one with "
+            f"{', '.join(TOPOLOGY_KEYS)} (docs/machines.md)"
+        )
+    _check_topology(path, profile["topology"])
+    _check_costs(path, profile.get("costs", {}))
     hardware = profile.get("hardware", {})
     allowed = {"uarch", *HARDWARE_NUMBERS, *HARDWARE_FLAGS}
     for key, value in hardware.items():
@@ -157,7 +279,7 @@ def _check_types(path: Path, profile: dict[str, Any]) -> None:
             if key == "uarch"
             else isinstance(value, bool)
             if want_bool
-            else isinstance(value, int | float) and not isinstance(value, bool)
+            else _is_number(value)
         )
         if not ok:
             kind = (
@@ -167,7 +289,10 @@ def _check_types(path: Path, profile: dict[str, Any]) -> None:
                 if want_bool
                 else "a number"
             )
-            raise BadInput(f"machine profile {path}: [hardware] {key} must be {kind}")
+            raise BadInput(
+                f"machine profile {path}: [hardware] {key} = {_shown(value)} is "
+                f"{_kind(value)}; {key} must be {kind}"
+            )
 
 
 def resolve_hardware(profile: dict[str, Any]) -> dict[str, Any]:
@@ -228,7 +353,8 @@ def describe() -> list[dict[str, Any]]:
     rows = []
     for name, path in sorted(profile_paths().items()):
         profile = read_toml(path)
-        topo = profile.get("topology", {})
+        _check_types(path, profile)  # a user's profile may be broken
+        topo = profile["topology"]
         cpus = (
             topo.get("sockets", 0)
             * topo.get("cores_per_socket", 0)

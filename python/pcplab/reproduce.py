@@ -16,8 +16,9 @@ from typing import Any
 
 import click
 
-from pcplab import data, fidelity, report, sweep
+from pcplab import data, fidelity, machines, report, sweep
 from pcplab.errors import BadInput
+from pcplab.inputs import AsciiIntRange, check_output_dir
 
 MIB = 1 << 20
 NAMES = (*fidelity.EXPERIMENTS, "host")
@@ -165,7 +166,7 @@ def write(
 )
 @click.option(
     "--jobs",
-    type=int,
+    type=AsciiIntRange(1),
     default=os.cpu_count() or 1,
     show_default=True,
     help="Parallel runs.",
@@ -193,13 +194,18 @@ def reproduce_command(
 
     NAMES: all, aaron2018, ying2023, yafang2024, hahn2025, host.
     """
-    for name in check_names(names):
+    chosen = check_names(names)
+    for name in chosen:
         data.experiment_file(name)  # every spec is there before anything runs
-    if jobs < 1:
-        raise BadInput(f"--jobs {jobs} is out of range; allowed 1 or more")
-    target = Path(out)
-    if target.exists() and not target.is_dir():
-        raise BadInput(f"--out {out} is a file; give a directory")
+    if extra_machines and "aaron2018" not in chosen:
+        raise BadInput(
+            "--machine adds machines to aaron2018's grid; run aaron2018 too "
+            "(or all), or drop --machine"
+        )
+    for machine in extra_machines:
+        machines.load_profile(machine)
+    sweep.check_scheduler(scheduler)
+    target = check_output_dir(out, "--out")
     start = time.monotonic()
     results, notes = run_experiments(
         names,

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import json
+import math
+import re
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
@@ -13,22 +16,49 @@ import click
 
 from pcplab import engine, machines, progress
 from pcplab.errors import BadInput
+from pcplab.inputs import DECIMAL, FLOAT, INTEGER, AsciiIntRange, check_output_file
 
+# A Dask scheduler address: [scheme://]host[:port], or inproc://NAME.
+SCHEDULER = re.compile(
+    r"(?:(?:tcp|tls|ws|wss|ucx)://)?(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)"
+    r"(?::(?P<port>[0-9]{1,5}))?/?|inproc://\S+"
+)
 # Keys whose values stay strings (a kernel generation "6.6" is not a number).
 STRING_KEYS = ("workload", "machine", "mode", "kernel", "relinquish", "placement")
 
 
 def _value(text: str) -> Any:
-    """Read one grid value: an int, a float, true/false, or a string."""
-    lowered = text.strip().lower()
-    if lowered in ("true", "false"):
-        return lowered == "true"
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text.strip()
+    """Read one grid value: an int, a float, true/false, or a string.
+
+    Only ASCII digits make a number: '４' stays a string, which the engine
+    refuses where it wants a number.
+    """
+    text = text.strip()
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    if INTEGER.fullmatch(text):
+        return int(text)
+    if DECIMAL.fullmatch(text) and math.isfinite(float(text)):
+        return float(text)
+    return text
+
+
+def check_scheduler(address: str | None) -> None:
+    """Refuse a --scheduler that is no Dask address, or when Dask is missing."""
+    if address is None:
+        return
+    match = SCHEDULER.fullmatch(address)
+    port = match and match.group("port")
+    if not match or (port and not 1 <= int(port) <= 65535):
+        raise BadInput(
+            f"--scheduler {address!r} is not a Dask scheduler address; give "
+            "[tcp://]HOST[:PORT] with PORT 1..65535, e.g. tcp://10.0.0.1:8786"
+        )
+    if importlib.util.find_spec("distributed") is None:
+        raise BadInput(
+            "--scheduler needs dask.distributed; install it with "
+            "pip install 'pcplab[dask]', or drop --scheduler"
+        )
 
 
 def parse_param(text: str) -> tuple[str, list[Any]]:
@@ -153,7 +183,14 @@ def _step_metrics(result: dict[str, Any]) -> dict[str, Any]:
 
 
 @click.command("sweep", short_help="Run a grid over any spec keys.")
-@click.option("--engine", "engine_name", default="sim", show_default=True)
+@click.option(
+    "--engine",
+    "engine_name",
+    default="sim",
+    show_default=True,
+    metavar="E",
+    help="Engine: native, sim, host (if built).",
+)
 @click.option("--workload", required=True, metavar="W", help="Workload.")
 @click.option("--machine", metavar="NAME", help="Machine profile (sim).")
 @click.option(
@@ -163,15 +200,17 @@ def _step_metrics(result: dict[str, Any]) -> dict[str, Any]:
     metavar="KEY=V1,V2",
     help="A spec key and its values; the grid is the product of all --param.",
 )
-@click.option("--duration", type=float, metavar="S", help="Measured seconds.")
-@click.option("--warmup", type=float, metavar="S", help="Seconds before measuring.")
+@click.option("--duration", type=FLOAT, metavar="S", help="Measured seconds.")
+@click.option("--warmup", type=FLOAT, metavar="S", help="Seconds before measuring.")
 @click.option(
     "--scale-max-schedule",
     metavar="T:V[,T:V...]",
     help="Change pcp_batch_scale_max in every run: to V (0..6) at T seconds "
     "into the measured phase, e.g. 0:5,0.5:0.",
 )
-@click.option("--jobs", type=int, default=1, show_default=True, help="Parallel runs.")
+@click.option(
+    "--jobs", type=AsciiIntRange(1), default=1, show_default=True, help="Parallel runs."
+)
 @click.option("--scheduler", metavar="ADDRESS", help="Run on this Dask cluster.")
 @click.option("--json", "json_out", metavar="FILE", help="Write the results as JSON.")
 @click.option("--csv", "csv_out", metavar="FILE", help="Write the rows as CSV.")
@@ -189,7 +228,7 @@ def sweep_command(
     csv_out: str | None,
 ) -> None:
     """Run WORKLOAD at every point of the --param grid; print one row per point."""
-    from pcplab.cli import _check_output_path, parse_scale_max_schedule
+    from pcplab.inputs import parse_scale_max_schedule
     from pcplab.report import write_csv
     from pcplab.summary import format_table
 
@@ -199,10 +238,7 @@ def sweep_command(
         else parse_scale_max_schedule(scale_max_schedule)
     )
     engine.engine_binary(engine_name)
-    if jobs < 1:
-        raise BadInput(f"--jobs {jobs} is out of range; allowed 1 or more")
-    for path in (json_out, csv_out):
-        _check_output_path(path)
+    check_scheduler(scheduler)
     parsed = [parse_param(p) for p in params]
     base: dict[str, Any] = {"engine": engine_name, "workload": workload}
     if machine is not None:
@@ -223,8 +259,9 @@ def sweep_command(
     # The engine knows its spec keys and ranges: let it check every point
     # before anything runs (one line and exit 2 on the first bad one).
     for spec in specs:
-        if spec.get("engine") != "host":
-            engine.resolve(materialize(spec))
+        engine.resolve(materialize(spec))
+    check_output_file(json_out, "--json")
+    check_output_file(csv_out, "--csv")
     results = run_specs(specs, jobs, scheduler=scheduler, desc="sweep")
     rows = [
         {**p, **_metrics(r), **_step_metrics(r)}

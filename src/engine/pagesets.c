@@ -5,15 +5,21 @@
  * without building any memory (the same zone_batchsize/zone_highsize code
  * the runs use).
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <pcplab/engine.h>
 
+/*
+ * A zone as the kernel can have it: managed pages (at least one: a zone
+ * without any has no pagesets), a low watermark within them, and the CPUs
+ * of its node.
+ */
 static int zone_reply(const cJSON *zin, cJSON *out, char *err)
 {
 	const char *keys[] = { "managed_pages", "low_wmark", "cpus" };
-	double val[3];
+	double lo[] = { 1, 0, 1 }, hi[] = { 1e15, 1e15, 65536 }, val[3];
 	const cJSON *name = cJSON_GetObjectItemCaseSensitive(zin, "name");
 	const cJSON *node = cJSON_GetObjectItemCaseSensitive(zin, "node");
 	struct pglist_data pgdat;
@@ -23,11 +29,25 @@ static int zone_reply(const cJSON *zin, cJSON *out, char *err)
 	for (int i = 0; i < 3; i++) {
 		const cJSON *v = cJSON_GetObjectItemCaseSensitive(zin, keys[i]);
 
-		if (!cJSON_IsNumber(v) || v->valuedouble < (i == 2 ? 1 : 0) ||
-		    v->valuedouble > (i == 2 ? 65536 : 1e15)) {
-			snprintf(err, ERRLEN, "zone %s must be %s", keys[i],
-				 i == 2 ? "an integer 1..65536"
-					: "a non-negative integer");
+		if (i == 1)
+			hi[1] = val[0]; /* the watermark is some of the pages */
+		if (!cJSON_IsNumber(v) ||
+		    v->valuedouble != floor(v->valuedouble)) {
+			snprintf(
+				err, ERRLEN,
+				"zone %s must be an integer; allowed %.0f..%.0f",
+				keys[i], lo[i], hi[i]);
+			return -1;
+		}
+		if (v->valuedouble < lo[i] || v->valuedouble > hi[i]) {
+			snprintf(
+				err, ERRLEN,
+				"zone %s %.0f is out of range%s; allowed %.0f..%.0f",
+				keys[i], v->valuedouble,
+				i == 1 && v->valuedouble > hi[1]
+					? " (above managed_pages)"
+					: "",
+				lo[i], hi[i]);
 			return -1;
 		}
 		val[i] = v->valuedouble;
@@ -67,11 +87,17 @@ int pagesets_main(const char *text, char *err)
 	int ret = -1;
 
 	if (!req || !cJSON_IsObject(req)) {
-		snprintf(err, ERRLEN,
-			 "the pagesets request is not a JSON object");
+		snprintf(
+			err, ERRLEN,
+			"the pagesets request is not a JSON object; give {\"zones\": [...]} as docs/engine-protocol.md says");
 		goto out;
 	}
 	kernel = cJSON_GetObjectItemCaseSensitive(req, "kernel");
+	if (kernel && !cJSON_IsNull(kernel) && !cJSON_IsString(kernel)) {
+		snprintf(err, ERRLEN, "kernel must be a string; known: %s",
+			 kernel_gen_names());
+		goto out;
+	}
 	gen = find_kernel_gen(cJSON_IsString(kernel) ? kernel->valuestring
 						     : "6.18");
 	if (!gen) {
@@ -96,8 +122,9 @@ int pagesets_main(const char *text, char *err)
 	}
 	zones = cJSON_GetObjectItemCaseSensitive(req, "zones");
 	if (!cJSON_IsArray(zones)) {
-		snprintf(err, ERRLEN,
-			 "the pagesets request needs a zones list");
+		snprintf(
+			err, ERRLEN,
+			"the pagesets request needs a zones list; give {\"zones\": [...]} as docs/engine-protocol.md says");
 		goto out;
 	}
 	reply = cJSON_CreateObject();

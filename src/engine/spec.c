@@ -14,6 +14,12 @@
 #include <pcplab/engine.h>
 #include <pcplab/workload.h>
 
+/*
+ * The shortest duration_s, and warmup_s other than 0: below a millisecond a
+ * run measures nothing (a fault takes microseconds, a sample a second).
+ */
+#define MIN_SECONDS 0.001
+
 static int fail(char *err, const char *fmt, ...)
 {
 	va_list ap;
@@ -34,7 +40,8 @@ static int get_int(const cJSON *o, const char *key, long long lo, long long hi,
 	if (!v || cJSON_IsNull(v))
 		return 0;
 	if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble))
-		return fail(err, "%s must be an integer", key);
+		return fail(err, "%s must be an integer; allowed %lld..%lld",
+			    key, lo, hi);
 	if (v->valuedouble < (double)lo || v->valuedouble > (double)hi)
 		return fail(err, "%s %.0f is out of range; allowed %lld..%lld",
 			    key, v->valuedouble, lo, hi);
@@ -52,7 +59,8 @@ static int get_num(const cJSON *o, const char *key, double lo, double hi,
 	if (!v || cJSON_IsNull(v))
 		return 0;
 	if (!cJSON_IsNumber(v))
-		return fail(err, "%s must be a number", key);
+		return fail(err, "%s must be a number; allowed %s%g..%g", key,
+			    lo_open ? "more than " : "", lo, hi);
 	if (v->valuedouble > hi || v->valuedouble < lo ||
 	    (lo_open && v->valuedouble <= lo))
 		return fail(err, "%s %g is out of range; allowed %s%g..%g", key,
@@ -249,6 +257,13 @@ static int parse_knobs(const cJSON *o, struct spec *s, char *err)
 	if (get_int(o, "high", 0, 1 << 30, &v, &has_high, err))
 		return -1;
 	s->high = has_high ? (int)v : -1;
+	b = cJSON_GetObjectItemCaseSensitive(o, "high_fraction");
+	if (b && !cJSON_IsNull(b) &&
+	    (!cJSON_IsNumber(b) || b->valuedouble != floor(b->valuedouble)))
+		return fail(
+			err,
+			"high_fraction must be an integer; vm.percpu_pagelist_high_fraction takes 0 or 8..%d",
+			INT_MAX);
 	if (get_int(o, "high_fraction", LLONG_MIN / 2, LLONG_MAX / 2, &v,
 		    &has_frac, err))
 		return -1;
@@ -263,15 +278,10 @@ static int parse_knobs(const cJSON *o, struct spec *s, char *err)
 			err,
 			"high and high_fraction are exclusive; give one of them");
 
-	if (get_int(o, "scale_max", INT_MIN, INT_MAX, &v, &has, err))
+	if (get_int(o, "scale_max", 0, 6, &v, &has, err))
 		return -1;
 	s->scale_max = 5;
 	if (has) {
-		if (v < 0 || v > 6)
-			return fail(
-				err,
-				"scale_max %lld is out of range; pcp_batch_scale_max takes 0..6",
-				v);
 		if (!s->gen->high_autotune)
 			return fail(
 				err,
@@ -296,21 +306,23 @@ static int parse_sizes(const cJSON *o, struct spec *s, char *err)
 	double d;
 	bool has;
 
-	if (get_int(o, "tasks", INT_MIN, INT_MAX, &v, &has, err))
+	if (get_int(o, "tasks", 1, engine_max_tasks(s), &v, &has, err))
 		return -1;
 	if (!has && !engine_default_tasks(s))
 		return fail(err, "tasks is required; allowed 1..%d",
 			    engine_max_tasks(s));
-	if (has && (v < 1 || v > engine_max_tasks(s)))
-		return fail(err, "tasks %lld is out of range; allowed 1..%d", v,
-			    engine_max_tasks(s));
 	s->tasks = has ? (int)v : engine_default_tasks(s);
 
-	if (get_num(o, "duration_s", 0, 86400, true, &d, &has, err))
+	if (get_num(o, "duration_s", MIN_SECONDS, 86400, false, &d, &has, err))
 		return -1;
 	s->duration_s = has ? d : 5.0;
 	if (get_num(o, "warmup_s", 0, 3600, false, &d, &has, err))
 		return -1;
+	if (has && d > 0 && d < MIN_SECONDS)
+		return fail(
+			err,
+			"warmup_s %g is out of range; allowed 0 or %g..3600", d,
+			MIN_SECONDS);
 	s->warmup_s = has ? d : fmin(1.0, s->duration_s / 4);
 
 	/* the model's memory map reaches 8 TiB (memmap.c) */
@@ -352,9 +364,46 @@ static int parse_nodes(const cJSON *o, struct spec *s, char *err)
 			return fail(err, "nodes: %g is no node; allowed 0..%d",
 				    cJSON_IsNumber(n) ? n->valuedouble : -1,
 				    engine_nr_nodes() - 1);
+		if (s->node_mask & (1ULL << (int)n->valuedouble))
+			return fail(
+				err,
+				"nodes: node %d is given twice; give each node of 0..%d once",
+				(int)n->valuedouble, engine_nr_nodes() - 1);
 		s->node_mask |= 1ULL << (int)n->valuedouble;
 	}
 	return 0;
+}
+
+/*
+ * An overridden pcp->high below pcp->batch (the override, or the batch
+ * zone_batchsize() gives the run's zones) makes every free past high take
+ * zone->lock: the list never holds a batch, and nr_pcp_free() then frees
+ * one page at a time (its "PCP disabled or boot pageset" case). The
+ * model's range is high 0 (no caching) or at least the batch.
+ */
+static int check_high(struct spec *s, char *err)
+{
+	struct kernel_gen saved = pcp_policy.gen;
+	struct zone zone;
+	int batch = s->batch;
+
+	if (s->high <= 0)
+		return 0;
+	if (!batch) {
+		memset(&zone, 0, sizeof(zone));
+		zone.managed_pages = (s->memory_mib << (20 - PAGE_SHIFT)) /
+				     engine_nr_nodes();
+		pcp_policy.gen = *s->gen;
+		batch = zone_batchsize(&zone);
+		pcp_policy.gen = saved;
+	}
+	if (s->high >= batch)
+		return 0;
+	return fail(
+		err,
+		"high %d is below %s %d (every free past it would take zone->lock); allowed 0 or %d..%d",
+		s->high, s->batch ? "batch" : "the zone's batch", batch, batch,
+		1 << 30);
 }
 
 /*
@@ -439,7 +488,8 @@ int spec_parse(const char *text, struct spec *spec, char *err)
 
 	memset(spec, 0, sizeof(*spec));
 	if (!o || !cJSON_IsObject(o)) {
-		fail(err, "the spec is not a JSON object");
+		fail(err,
+		     "the spec is not a JSON object; give {\"workload\": ..., \"tasks\": ...}");
 		goto out;
 	}
 	if (check_keys(o, err) || parse_enums(o, spec, err) ||
@@ -447,8 +497,8 @@ int spec_parse(const char *text, struct spec *spec, char *err)
 	    engine_parse_machine(cJSON_GetObjectItemCaseSensitive(o, "machine"),
 				 spec, err) ||
 	    parse_nodes(o, spec, err) || parse_placement(o, spec, err) ||
-	    parse_sizes(o, spec, err) || parse_args(o, spec, err) ||
-	    parse_mode(o, spec, err))
+	    parse_sizes(o, spec, err) || check_high(spec, err) ||
+	    parse_args(o, spec, err) || parse_mode(o, spec, err))
 		goto out;
 	ret = 0;
 out:

@@ -12,6 +12,12 @@
 
 #include "host.h"
 
+/*
+ * The shortest duration_s, and warmup_s or trace_s other than 0: below a
+ * millisecond a phase measures nothing (as the model engines' spec.c).
+ */
+#define MIN_SECONDS 0.001
+
 static int fail(char *err, const char *fmt, ...)
 {
 	va_list ap;
@@ -96,19 +102,22 @@ static int get_int(const cJSON *o, const char *key, double lo, double hi,
 	return 0;
 }
 
-/* Number @key into @out: lo < v <= hi if @lo_open, else lo <= v <= hi. */
-static int get_num(const cJSON *o, const char *key, double lo, double hi,
-		   bool lo_open, double *out, char *err)
+/* Seconds @key into @out: 0 (if @zero_ok) or MIN_SECONDS..@hi. */
+static int get_seconds(const cJSON *o, const char *key, bool zero_ok, double hi,
+		       double *out, char *err)
 {
 	const cJSON *v = get(o, key);
 
 	if (!v)
 		return 0;
-	if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) ||
-	    v->valuedouble > hi || v->valuedouble < lo ||
-	    (lo_open && v->valuedouble <= lo))
+	if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
 		return fail(err, "%s must be a number; allowed %s%g..%g", key,
-			    lo_open ? "more than " : "", lo, hi);
+			    zero_ok ? "0 or " : "", MIN_SECONDS, hi);
+	if (v->valuedouble > hi ||
+	    (v->valuedouble < MIN_SECONDS && !(zero_ok && !v->valuedouble)))
+		return fail(err, "%s %g is out of range; allowed %s%g..%g", key,
+			    v->valuedouble, zero_ok ? "0 or " : "", MIN_SECONDS,
+			    hi);
 	*out = v->valuedouble;
 	return 0;
 }
@@ -163,13 +172,13 @@ static int parse_numbers(const cJSON *o, struct host_spec *s, char *err)
 		return -1;
 	s->tasks = (int)tasks;
 	s->duration_s = 5.0;
-	if (get_num(o, "duration_s", 0, 86400, true, &s->duration_s, err))
+	if (get_seconds(o, "duration_s", false, 86400, &s->duration_s, err))
 		return -1;
 	s->warmup_s = fmin(1.0, s->duration_s / 4);
-	if (get_num(o, "warmup_s", 0, 3600, false, &s->warmup_s, err))
+	if (get_seconds(o, "warmup_s", true, 3600, &s->warmup_s, err))
 		return -1;
 	s->trace_s = 0;
-	if (get_num(o, "trace_s", 0, 3600, false, &s->trace_s, err))
+	if (get_seconds(o, "trace_s", true, 3600, &s->trace_s, err))
 		return -1;
 	if (get_int(o, "size_mib", 1, 1 << 20, &size, err))
 		return -1;

@@ -16,6 +16,14 @@ import click
 from pcplab import engine
 from pcplab.errors import BadInput, EngineError
 from pcplab.host import procfs, report, runner, sweep, sysctl, trace
+from pcplab.inputs import (
+    FLOAT,
+    INT,
+    MIN_SECONDS,
+    AsciiFloatRange,
+    AsciiIntRange,
+    check_output_file,
+)
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 88}
 MODEL_ENGINES = ("native", "sim")
@@ -131,17 +139,17 @@ def _workload_options(func: Callable[..., Any]) -> Callable[..., Any]:
         ),
         click.option(
             "--tasks",
-            type=int,
+            type=INT,
             required=True,
             metavar="N",
             help="Tasks, pinned one per core like will-it-scale.",
         ),
-        click.option("--duration", type=float, metavar="S", help="Measured seconds."),
+        click.option("--duration", type=FLOAT, metavar="S", help="Measured seconds."),
         click.option(
-            "--warmup", type=float, metavar="S", help="Seconds run before measuring."
+            "--warmup", type=FLOAT, metavar="S", help="Seconds run before measuring."
         ),
         click.option(
-            "--size-mib", type=int, metavar="M", help="Per-task mapping size."
+            "--size-mib", type=INT, metavar="M", help="Per-task mapping size."
         ),
         click.option(
             "--mode",
@@ -157,6 +165,17 @@ def _workload_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return _with_options(func, options)
 
 
+def _zero_or_min_seconds(
+    _ctx: click.Context, param: click.Parameter, value: float
+) -> float:
+    """Refuse a traced phase too short to see anything (0 switches it off)."""
+    if 0 < value < MIN_SECONDS:
+        raise click.BadParameter(
+            f"{value:g} is too short; allowed 0 or {MIN_SECONDS:g}..3600", param=param
+        )
+    return value
+
+
 def _trace_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """Add the kernel-tracing options."""
     options = [
@@ -170,14 +189,16 @@ def _trace_options(func: Callable[..., Any]) -> Callable[..., Any]:
         ),
         click.option(
             "--trace-seconds",
-            type=click.FloatRange(0, 3600),
+            type=AsciiFloatRange(0, 3600),
+            callback=_zero_or_min_seconds,
             default=runner.DEFAULT_TRACE_S,
             show_default=True,
-            help="Length of the traced phase after the measurement.",
+            help="Length of the traced phase after the measurement (0: none, "
+            "else at least 0.001).",
         ),
         click.option(
             "--burst-gap-ns",
-            type=click.IntRange(1),
+            type=AsciiIntRange(1),
             default=trace.DEFAULT_GAP_NS,
             show_default=True,
             help="Tracepoints further apart than this start a new burst.",
@@ -219,9 +240,7 @@ def _spec(
 
 def _check_output(output: str | None) -> None:
     """Refuse an unwritable --output before anything runs."""
-    from pcplab.cli import _check_output_path
-
-    _check_output_path(output)
+    check_output_file(output, "--output")
 
 
 @host.command("info", short_help="Pagesets, sysctls, kernel version, tracing.")
@@ -251,7 +270,7 @@ def info_command(no_probe: bool, as_json: bool) -> None:
 @_workload_options
 @click.option(
     "--high-fraction",
-    type=int,
+    type=INT,
     metavar="F",
     help="Set vm.percpu_pagelist_high_fraction for the run (root).",
 )
@@ -349,7 +368,7 @@ def restore_command() -> None:
 @_workload_options
 @click.option(
     "--rounds",
-    type=click.IntRange(1, 100),
+    type=AsciiIntRange(1, 100),
     default=3,
     show_default=True,
     help="Timed and untimed runs, alternating.",
@@ -453,10 +472,10 @@ def compare_rows(
 @click.option(
     "--workload", required=True, metavar="W", help="Workload, e.g. page_fault1."
 )
-@click.option("--tasks", type=int, required=True, metavar="N", help="Tasks.")
-@click.option("--duration", type=float, metavar="S", help="Measured seconds.")
-@click.option("--warmup", type=float, metavar="S", help="Seconds run before measuring.")
-@click.option("--size-mib", type=int, metavar="M", help="Per-task mapping size.")
+@click.option("--tasks", type=INT, required=True, metavar="N", help="Tasks.")
+@click.option("--duration", type=FLOAT, metavar="S", help="Measured seconds.")
+@click.option("--warmup", type=FLOAT, metavar="S", help="Seconds run before measuring.")
+@click.option("--size-mib", type=INT, metavar="M", help="Per-task mapping size.")
 @click.option(
     "--model",
     type=click.Choice(MODEL_ENGINES),
@@ -493,7 +512,7 @@ def compare(
 ) -> None:
     """Run the workload on this kernel and on the model; print both and the ratio."""
     if scale_max_schedule is not None:
-        from pcplab.cli import parse_scale_max_schedule
+        from pcplab.inputs import parse_scale_max_schedule
 
         parse_scale_max_schedule(scale_max_schedule)
         refuse_host_scale_max_schedule()  # the kernel's side cannot follow it

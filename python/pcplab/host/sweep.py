@@ -10,22 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from pcplab.errors import BadInput
 from pcplab.host import runner, sysctl
+from pcplab.inputs import parse_int_list
 
 
 def parse_fractions(text: str) -> list[int]:
     """Parse "0,8,100,1000" into integers (the engine checks their range)."""
-    try:
-        values = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise BadInput(
-            f"--high-fraction {text!r} is not a comma-separated list of integers; "
-            "give e.g. 0,8,100,1000"
-        ) from None
-    if not values:
-        raise BadInput("--high-fraction is empty; give e.g. 0,8,100,1000")
-    return values
+    return parse_int_list(text, "--high-fraction", "0,8,100,1000")
 
 
 def sweep(

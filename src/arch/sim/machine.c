@@ -157,23 +157,78 @@ static int get_bool(const cJSON *o, const char *key, bool *out, char *err)
 
 static int parse_topology(const cJSON *t, char *err)
 {
-	double v[6];
 	static const char *const keys[] = {
 		"sockets", "numa_nodes", "cores_per_socket",
 		"smt",	   "ghz",	 "memory_gb"
 	};
+	static const char allowed[] =
+		"sockets, numa_nodes, cores_per_socket, smt, ghz, memory_gb";
+	/* the first four count things; smt is a width CPUs have: 1, 2, 4, 8 */
+	const double lo[] = { 1, 1, 1, 1, 0.1, 0.1 };
 	/* memory_gb: what the model's memory map reaches (memmap.c) */
 	const double hi[] = {
 		64, 64, 1024,
 		8,  10, (double)(sparse_max_pages() >> (30 - PAGE_SHIFT))
 	};
 	struct sim_machine *m = &sim_machine;
+	const cJSON *item;
+	double v[6];
 
-	if (!cJSON_IsObject(t))
-		return fail(err, "needs a table", "topology");
-	for (int i = 0; i < 6; i++)
-		if (get_number(t, keys[i], i < 4 ? 1 : 0.1, hi[i], &v[i], err))
+	if (!cJSON_IsObject(t)) {
+		snprintf(err, ERRLEN,
+			 "machine profile: [topology] is missing; give %s",
+			 allowed);
+		return -1;
+	}
+	cJSON_ArrayForEach (item, t) {
+		int i = 0;
+
+		while (i < 6 && strcmp(item->string, keys[i]))
+			i++;
+		if (i == 6) {
+			snprintf(
+				err, ERRLEN,
+				"machine profile: unknown key '%s' in [topology]; allowed %s",
+				item->string, allowed);
 			return -1;
+		}
+	}
+	for (int i = 0; i < 6; i++) {
+		const cJSON *x = cJSON_GetObjectItemCaseSensitive(t, keys[i]);
+		bool whole = i < 4;
+
+		if (!cJSON_IsNumber(x) ||
+		    (whole && x->valuedouble != floor(x->valuedouble))) {
+			if (i == 3)
+				snprintf(
+					err, ERRLEN,
+					"machine profile: [topology] 'smt' needs an integer; allowed 1, 2, 4, 8");
+			else
+				snprintf(
+					err, ERRLEN,
+					"machine profile: [topology] '%s' needs %s; allowed %g..%g",
+					keys[i],
+					whole ? "an integer" : "a number",
+					lo[i], hi[i]);
+			return -1;
+		}
+		v[i] = x->valuedouble;
+		if (i == 3 && v[3] != 1 && v[3] != 2 && v[3] != 4 &&
+		    v[3] != 8) {
+			snprintf(
+				err, ERRLEN,
+				"machine profile: 'smt' = %g is no SMT width; allowed 1, 2, 4, 8",
+				v[3]);
+			return -1;
+		}
+		if (v[i] < lo[i] || v[i] > hi[i] || isnan(v[i])) {
+			snprintf(
+				err, ERRLEN,
+				"machine profile: '%s' = %g is out of range; allowed %g..%g",
+				keys[i], v[i], lo[i], hi[i]);
+			return -1;
+		}
+	}
 	m->sockets = (int)v[0];
 	m->numa_nodes = (int)v[1];
 	m->cores_per_socket = (int)v[2];
@@ -181,17 +236,27 @@ static int parse_topology(const cJSON *t, char *err)
 	m->ghz = v[4];
 	m->memory_gb = v[5];
 	m->nr_cpus = m->sockets * m->cores_per_socket * m->smt;
-	if (m->nr_cpus > NR_CPUS)
-		return fail(err, "has more CPUs than the simulator's 1024 in",
-			    "topology");
-	if (m->numa_nodes % m->sockets && m->sockets % m->numa_nodes)
-		return fail(
-			err,
-			"needs numa_nodes a multiple or divisor of sockets in",
-			"topology");
-	if (m->cores_per_socket * m->sockets % m->numa_nodes)
-		return fail(err, "cannot split cores evenly over numa_nodes in",
-			    "topology");
+	if (m->nr_cpus > NR_CPUS) {
+		snprintf(
+			err, ERRLEN,
+			"machine profile: [topology] has %d CPUs (sockets x cores_per_socket x smt); allowed at most %d",
+			m->nr_cpus, NR_CPUS);
+		return -1;
+	}
+	if (m->numa_nodes % m->sockets && m->sockets % m->numa_nodes) {
+		snprintf(
+			err, ERRLEN,
+			"machine profile: [topology] numa_nodes %d is neither a multiple nor a divisor of sockets %d; allowed a multiple or divisor",
+			m->numa_nodes, m->sockets);
+		return -1;
+	}
+	if (m->cores_per_socket * m->sockets % m->numa_nodes) {
+		snprintf(
+			err, ERRLEN,
+			"machine profile: [topology] cannot split %d cores evenly over %d numa_nodes; allowed numa_nodes that divide sockets x cores_per_socket",
+			m->cores_per_socket * m->sockets, m->numa_nodes);
+		return -1;
+	}
 	return 0;
 }
 
