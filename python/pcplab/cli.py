@@ -26,15 +26,11 @@ from pcplab.inputs import (
     parse_int_list,
     parse_scale_max_schedule,
 )
+from pcplab.memguard import check_memory, mem_available_bytes
 from pcplab.reproduce import reference_option, reproduce_command
 from pcplab.summary import format_summary, format_table
 from pcplab.sweep import sweep_command
 
-MIB = 1 << 20
-GIB = 1 << 30
-GUARD_MIN_MARGIN = 256 * MIB  # memory kept free beside a run, at least ...
-GUARD_MARGIN_FRACTION = 0.05  # ... or this share of MemAvailable if larger
-MEMINFO = Path("/proc/meminfo")
 MANUAL_FLAGS = {
     "managed_pages": "--managed-pages",
     "low_wmark": "--low-wmark",
@@ -46,28 +42,6 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 88}
 def _emit_json(data: Any) -> None:
     """Print `data` as indented JSON on stdout."""
     click.echo(json.dumps(data, indent=2))
-
-
-def mem_available_bytes() -> int:
-    """Return MemAvailable of /proc/meminfo in bytes."""
-    for line in MEMINFO.read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key == "MemAvailable":
-            return int(value.split()[0]) * 1024
-    raise PcplabError(f"{MEMINFO} has no MemAvailable line")
-
-
-def check_memory(needed: int, available: int) -> None:
-    """Refuse a run that would touch more than MemAvailable less the margin."""
-    margin = max(GUARD_MIN_MARGIN, int(available * GUARD_MARGIN_FRACTION))
-    usable = available - margin
-    if needed > usable:
-        raise BadInput(
-            f"the run would touch {needed / GIB:.2f} GiB but at most "
-            f"{max(usable, 0) / GIB:.2f} GiB may be used (MemAvailable "
-            f"{available / GIB:.2f} GiB less a margin of {margin / GIB:.2f} GiB); "
-            "lower --tasks, --size-mib or --memory-mib"
-        )
 
 
 @click.group(context_settings=CONTEXT, invoke_without_command=True)

@@ -26,7 +26,7 @@ NAMES = (*fidelity.EXPERIMENTS, "host")
 
 def _mem_available() -> int:
     """Return MemAvailable in bytes."""
-    from pcplab.cli import mem_available_bytes
+    from pcplab.memguard import mem_available_bytes
 
     return mem_available_bytes()
 

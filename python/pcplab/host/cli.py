@@ -39,7 +39,7 @@ def _emit(data: Any, as_json: bool, text: str, output: str | None) -> None:
 
 def _guard(specs: list[dict[str, Any]], trace_method: str, trace_s: float) -> None:
     """Resolve every spec (the engine checks it) and apply the memory guard."""
-    from pcplab.cli import check_memory, mem_available_bytes
+    from pcplab.memguard import check_memory, mem_available_bytes
 
     needed = 0
     for spec in specs:
