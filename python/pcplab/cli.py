@@ -29,7 +29,7 @@ from pcplab.inputs import (
 from pcplab.memguard import check_memory, mem_available_bytes
 from pcplab.reproduce import reference_option, reproduce_command
 from pcplab.summary import format_summary, format_table
-from pcplab.sweep import sweep_command
+from pcplab.sweep_cli import sweep_command
 
 MANUAL_FLAGS = {
     "managed_pages": "--managed-pages",

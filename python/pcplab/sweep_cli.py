@@ -1,0 +1,142 @@
+"""`pcplab sweep`: a grid over any spec keys, one table row per point."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from pcplab import engine, machines
+from pcplab.inputs import FLOAT, AsciiIntRange, check_output_file
+from pcplab.sweep import (
+    check_scheduler,
+    grid,
+    materialize,
+    parse_param,
+    run_specs,
+)
+
+
+def _metrics(result: dict[str, Any]) -> dict[str, Any]:
+    """Return the headline figures of one run as a flat row."""
+    from pcplab.api import Result
+
+    flat = Result(result).flat()
+    keep = (
+        "throughput.ops_per_s",
+        "throughput.pages_per_s",
+        "contention.zone_lock_pct",
+        "contention.lru_lock_pct",
+        "latency_ns.rmqueue_bulk.avg",
+        "latency_ns.rmqueue_bulk.p99",
+        "latency_ns.free_pcppages_bulk.avg",
+        "latency_ns.free_pcppages_bulk.p99",
+        "lock_hold_ns.zone_lock.max",
+    )
+    return {k: flat.get(k) for k in keep}
+
+
+def _step_metrics(result: dict[str, Any]) -> dict[str, Any]:
+    """Return rmqueue_bulk's average in each scale-max schedule step, if any."""
+    return {
+        f"scale_max_steps.{i}.rmqueue_bulk.avg": step["rmqueue_bulk"]["avg"]
+        for i, step in enumerate(result.get("scale_max_steps") or [])
+    }
+
+
+@click.command("sweep", short_help="Run a grid over any spec keys.")
+@click.option(
+    "--engine",
+    "engine_name",
+    default="sim",
+    show_default=True,
+    metavar="E",
+    help="Engine: native, sim, host (if built).",
+)
+@click.option("--workload", required=True, metavar="W", help="Workload.")
+@click.option("--machine", metavar="NAME", help="Machine profile (sim).")
+@click.option(
+    "--param",
+    "params",
+    multiple=True,
+    metavar="KEY=V1,V2",
+    help="A spec key and its values; the grid is the product of all --param.",
+)
+@click.option("--duration", type=FLOAT, metavar="S", help="Measured seconds.")
+@click.option("--warmup", type=FLOAT, metavar="S", help="Seconds before measuring.")
+@click.option(
+    "--scale-max-schedule",
+    metavar="T:V[,T:V...]",
+    help="Change pcp_batch_scale_max in every run: to V (0..6) at T seconds "
+    "into the measured phase, e.g. 0:5,0.5:0.",
+)
+@click.option(
+    "--jobs", type=AsciiIntRange(1), default=1, show_default=True, help="Parallel runs."
+)
+@click.option("--scheduler", metavar="ADDRESS", help="Run on this Dask cluster.")
+@click.option("--json", "json_out", metavar="FILE", help="Write the results as JSON.")
+@click.option("--csv", "csv_out", metavar="FILE", help="Write the rows as CSV.")
+def sweep_command(
+    engine_name: str,
+    workload: str,
+    machine: str | None,
+    params: tuple[str, ...],
+    duration: float | None,
+    warmup: float | None,
+    scale_max_schedule: str | None,
+    jobs: int,
+    scheduler: str | None,
+    json_out: str | None,
+    csv_out: str | None,
+) -> None:
+    """Run WORKLOAD at every point of the --param grid; print one row per point."""
+    from pcplab.inputs import parse_scale_max_schedule
+    from pcplab.report import write_csv
+    from pcplab.summary import format_table
+
+    schedule = (
+        None
+        if scale_max_schedule is None
+        else parse_scale_max_schedule(scale_max_schedule)
+    )
+    engine.engine_binary(engine_name)
+    check_scheduler(scheduler)
+    parsed = [parse_param(p) for p in params]
+    base: dict[str, Any] = {"engine": engine_name, "workload": workload}
+    if machine is not None:
+        machines.load_profile(machine)  # refuse an unknown profile early
+        base["machine"] = machine
+    if duration is not None:
+        base["duration_s"] = duration
+    if warmup is not None:
+        base["warmup_s"] = warmup
+    if schedule is not None:
+        base["scale_max_schedule"] = schedule
+    points = grid(parsed)
+    specs = [{**base, **point} for point in points]
+    if schedule is not None and any(s.get("engine") == "host" for s in specs):
+        from pcplab.host.cli import refuse_host_scale_max_schedule
+
+        refuse_host_scale_max_schedule()
+    # The engine knows its spec keys and ranges: let it check every point
+    # before anything runs (one line and exit 2 on the first bad one).
+    for spec in specs:
+        engine.resolve(materialize(spec))
+    check_output_file(json_out, "--json")
+    check_output_file(csv_out, "--csv")
+    results = run_specs(specs, jobs, scheduler=scheduler, desc="sweep")
+    rows = [
+        {**p, **_metrics(r), **_step_metrics(r)}
+        for p, r in zip(points, results, strict=True)
+    ]
+    if json_out:
+        data = [{"point": p, "result": r} for p, r in zip(points, results, strict=True)]
+        Path(json_out).write_text(json.dumps(data, indent=1) + "\n")
+    if csv_out:
+        write_csv(Path(csv_out), rows)
+    headers = list(rows[0]) if rows else []
+    table = [["" if v is None else v for v in row.values()] for row in rows]
+    for line in format_table(headers, table, left=0):
+        click.echo(line)
