@@ -8,6 +8,8 @@ APT_PACKAGES := build-essential cmake ninja-build libck-dev libcjson-dev clang-f
 	libboost-context-dev
 # The host engine's kernel tracing (docs/host-engine.md).
 APT_PACKAGES += bpftrace
+# perf lock record/contention: the host engine's lock contention (linux-perf).
+APT_PACKAGES += linux-perf
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 # The console script of the Python that `make setup` installs into; found by
 # path so that a version manager's shims need no rehash.

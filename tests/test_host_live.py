@@ -41,7 +41,13 @@ def _check_run(result: dict, workload: str) -> None:
     assert fault["count"] > 0 and 0 < fault["p50"] <= fault["p99"] <= fault["max"]
     assert sum(row[2] for row in fault["log2_hist"]) == fault["count"]
     assert result["invariants"] is None and "invariants" in result["unavailable"]
-    assert result["contention"] is None and "contention" in result["unavailable"]
+    if result["contention"] is None:  # perf lock not permitted (or --lock-stats off)
+        assert "contention" in result["unavailable"]
+        assert result["lock_contention"] is None
+        assert "lock_contention" in result["unavailable"]
+    else:
+        assert "perf lock contention" in result["contention"]["method"]
+        assert result["lock_contention"]["callers"]
     assert result["kernel"]["release"] == os.uname().release
     assert sysctl.HIGH_FRACTION in result["kernel"]["sysctls"]
     assert result["pagesets"] and all(p["batch"] >= 1 for p in result["pagesets"])
@@ -127,6 +133,8 @@ def test_every_workload_runs_unprivileged(unprivileged, workload):
     assert result["lock_hold_ns"] is None and result["pcp"] is None
     assert "needs root" in result["unavailable"]["pcp"]
     assert "needs root" in result["unavailable"]["latency_ns.rmqueue_bulk"]
+    assert result["lock_contention"] is None and result["contention"] is None
+    assert "needs root" in result["unavailable"]["lock_contention"]
 
 
 def test_unprivileged_sweep_is_refused_before_anything_runs(unprivileged):

@@ -323,6 +323,12 @@ def pagesets(
     help="pinned: one task per CPU (will-it-scale, the default); "
     "spread: unpinned, as the scheduler spreads them (docs/machines.md).",
 )
+@click.option(
+    "--lock-stats",
+    type=click.Choice(["perf", "off"]),
+    help="--engine host: lock contention of the measured phase with perf lock "
+    "(root), or off; default perf where permitted, else off with the reason.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result JSON.")
 @click.option("--output", metavar="FILE", help="Also write the result JSON to FILE.")
 def run(
@@ -347,6 +353,7 @@ def run(
     cross_free: bool,
     nodes: str | None,
     placement: str | None,
+    lock_stats: str | None,
     as_json: bool,
     output: str | None,
 ) -> None:
@@ -362,6 +369,12 @@ def run(
     )
     engine.engine_binary(engine_name)  # refuse an engine that is not built
     check_output_file(output, "--output")
+    if lock_stats is not None and engine_name != "host":
+        raise BadInput(
+            f"--lock-stats records the running kernel's locks with perf; the "
+            f"{engine_name} engine reports its model's contention itself, so drop "
+            "--lock-stats or use --engine host"
+        )
     if schedule is not None and engine_name == "host":
         from pcplab.host.cli import refuse_host_scale_max_schedule
 
@@ -406,7 +419,7 @@ def run(
                 "more than once; give each node once, e.g. --nodes 0,1"
             )
     if engine_name == "host":  # the running kernel: python/pcplab/host
-        run_on_host(spec, as_json=as_json, output=output)
+        run_on_host(spec, as_json=as_json, output=output, lock_stats=lock_stats)
         return
     resolved = engine.resolve(spec)
     needed = resolved.get("memory_bytes")

@@ -15,7 +15,7 @@ import click
 
 from pcplab import engine
 from pcplab.errors import BadInput, EngineError
-from pcplab.host import procfs, report, runner, sweep, sysctl, trace
+from pcplab.host import lockstat, procfs, report, runner, sweep, sysctl, trace
 from pcplab.inputs import (
     FLOAT,
     INT,
@@ -80,6 +80,7 @@ def execute_run(
     trace_method: str = "auto",
     trace_s: float = runner.DEFAULT_TRACE_S,
     gap_ns: int = trace.DEFAULT_GAP_NS,
+    lock_stats: str | None = None,
 ) -> dict[str, Any]:
     """Check, guard and run one host spec (setting high_fraction if given)."""
     spec = dict(spec)
@@ -93,7 +94,12 @@ def execute_run(
         dict(spec, high_fraction=high_fraction) if high_fraction is not None else spec
     )
     _guard([checked], trace_method, trace_s)
-    options = {"trace_method": trace_method, "trace_s": trace_s, "gap_ns": gap_ns}
+    options = {
+        "trace_method": trace_method,
+        "trace_s": trace_s,
+        "gap_ns": gap_ns,
+        "lock_stats": lock_stats,
+    }
     if high_fraction is None:
         return runner.run(spec, **options)
     with sysctl.Journal("pcplab run --engine host") as journal:
@@ -101,9 +107,15 @@ def execute_run(
         return runner.run(checked, **options)
 
 
-def run_on_host(spec: dict[str, Any], *, as_json: bool, output: str | None) -> None:
+def run_on_host(
+    spec: dict[str, Any],
+    *,
+    as_json: bool,
+    output: str | None,
+    lock_stats: str | None = None,
+) -> None:
     """`pcplab run --engine host`: run, then print the summary or the JSON."""
-    result = execute_run(spec)
+    result = execute_run(spec, lock_stats=lock_stats)
     _emit(result, as_json, report.format_host_summary(result), output)
 
 
@@ -207,6 +219,22 @@ def _trace_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return _with_options(func, options)
 
 
+LOCK_STATS_HELP = (
+    "Lock contention of the measured phase: perf (perf lock record/contention, "
+    "root) or off; default perf where permitted, else off with the reason."
+)
+
+
+def lock_stats_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Add --lock-stats perf|off (default: perf where permitted)."""
+    return click.option(
+        "--lock-stats",
+        type=click.Choice(lockstat.CHOICES),
+        default=None,
+        help=LOCK_STATS_HELP,
+    )(func)
+
+
 def _output_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """Add --json and --output."""
     func = click.option(
@@ -275,6 +303,7 @@ def info_command(no_probe: bool, as_json: bool) -> None:
     help="Set vm.percpu_pagelist_high_fraction for the run (root).",
 )
 @_trace_options
+@lock_stats_option
 @_output_options
 def run_command(
     workload: str,
@@ -288,6 +317,7 @@ def run_command(
     trace_method: str,
     trace_seconds: float,
     burst_gap_ns: int,
+    lock_stats: str | None,
     as_json: bool,
     output: str | None,
 ) -> None:
@@ -297,7 +327,11 @@ def run_command(
     if high_fraction is not None:
         spec["high_fraction"] = high_fraction
     result = execute_run(
-        spec, trace_method=trace_method, trace_s=trace_seconds, gap_ns=burst_gap_ns
+        spec,
+        trace_method=trace_method,
+        trace_s=trace_seconds,
+        gap_ns=burst_gap_ns,
+        lock_stats=lock_stats,
     )
     _emit(result, as_json, report.format_host_summary(result), output)
 
@@ -395,7 +429,12 @@ def overhead_command(
     ops: dict[str, list[float]] = {"timed": [], "untimed": []}
     for _ in range(rounds):
         for name, timed in (("timed", True), ("untimed", False)):
-            result = runner.run({**spec, "timed": timed}, trace_method="off", trace_s=0)
+            result = runner.run(
+                {**spec, "timed": timed},
+                trace_method="off",
+                trace_s=0,
+                lock_stats="off",
+            )
             ops[name].append(result["throughput"]["ops_per_s"])
     timed_ops = statistics.median(ops["timed"])
     untimed_ops = statistics.median(ops["untimed"])
@@ -430,6 +469,14 @@ def _pages_per(result: dict[str, Any], pages: str, calls: str) -> float | None:
 
 COMPARED = (
     ("ops/s", functools.partial(_get, path="throughput.ops_per_s")),
+    (
+        "zone->lock contention %",
+        functools.partial(_get, path="contention.zone_lock_pct"),
+    ),
+    (
+        "lru_lock contention %",
+        functools.partial(_get, path="contention.lru_lock_pct"),
+    ),
     ("ops/s per task", functools.partial(_get, path="throughput.ops_per_task_per_s")),
     ("fault avg ns", functools.partial(_get, path="latency_ns.fault.avg")),
     ("fault p99 ns", functools.partial(_get, path="latency_ns.fault.p99")),
@@ -494,6 +541,7 @@ def compare_rows(
     "kernel's vm.pcp_batch_scale_max (mainline kernels have none).",
 )
 @_trace_options
+@lock_stats_option
 @_output_options
 def compare(
     workload: str,
@@ -507,6 +555,7 @@ def compare(
     trace_method: str,
     trace_seconds: float,
     burst_gap_ns: int,
+    lock_stats: str | None,
     as_json: bool,
     output: str | None,
 ) -> None:
@@ -542,7 +591,11 @@ def compare(
     _guard([host_spec], trace_method, trace_seconds)
     _guard([model_spec], "off", 0)
     host_result = runner.run(
-        host_spec, trace_method=trace_method, trace_s=trace_seconds, gap_ns=burst_gap_ns
+        host_spec,
+        trace_method=trace_method,
+        trace_s=trace_seconds,
+        gap_ns=burst_gap_ns,
+        lock_stats=lock_stats,
     )
     model_result = engine.run(model_spec)
     rows = compare_rows(host_result, model_result)

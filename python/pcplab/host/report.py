@@ -91,14 +91,62 @@ def _tracing(result: Mapping[str, Any]) -> list[list[str]]:
     return sections
 
 
+LOCK_ROWS_SHOWN = 12  # the callers with the most wait shown in a summary
+
+
+def _lock_contention(result: Mapping[str, Any]) -> list[str]:
+    """Return the perf lock contention section: method, totals, top callers."""
+    locks = result.get("lock_contention")
+    if not locks:
+        reason = (result.get("unavailable") or {}).get("lock_contention")
+        return ["lock contention: n/a", f"{INDENT}{reason}"]
+    contention = result.get("contention") or {}
+    lines = [
+        f"lock contention: {locks['method']}, {locks['recorded_s']:.2f} s of the "
+        f"measured phase, {locks['cpu_time_s']:.2f} task-seconds",
+        *textwrap.wrap(
+            f"contention figures: {contention.get('method')}",
+            width=86,
+            initial_indent=INDENT,
+            subsequent_indent=INDENT,
+        ),
+    ]
+    headers = ["caller", "lock", "contended", "total wait ns", "max ns", "avg ns"]
+    rows = [
+        [
+            c["caller"],
+            c["lock"] or c["type"],
+            c["contended"],
+            c["total_wait_ns"],
+            c["max_wait_ns"],
+            c["avg_wait_ns"],
+        ]
+        for c in locks["callers"][:LOCK_ROWS_SHOWN]
+    ]
+    totals = locks["totals"]
+    rows += [
+        [
+            f"(all {name})",
+            "",
+            totals[name]["contended"],
+            totals[name]["total_wait_ns"],
+            None,
+            None,
+        ]
+        for name in ("zone_lock", "lru_lock", "spinlock")
+    ]
+    return lines + format_table(headers, rows, left=2)
+
+
 def format_host_summary(result: Mapping[str, Any]) -> str:
     """Return the generic run summary followed by the host's own sections."""
     kernel = result.get("kernel") or {}
     latency = result.get("latency_ns") or {}
     sections: list[list[str]] = [
+        _lock_contention(result),
         _hist_section(
             "first-touch fault latency (user space, TSC):", latency.get("fault")
-        )
+        ),
     ]
     sections += _tracing(result)
     if kernel:
@@ -126,6 +174,11 @@ def format_host_summary(result: Mapping[str, Any]) -> str:
             )
         )
     notes = result.get("notes") or []
+    generic = dict(result)
+    if isinstance(result.get("contention"), Mapping):  # the method has its line
+        generic["contention"] = {
+            k: v for k, v in result["contention"].items() if k != "method"
+        }
     if notes:
         sections.append(
             ["notes:"]
@@ -141,7 +194,7 @@ def format_host_summary(result: Mapping[str, Any]) -> str:
             ]
         )
     extra = "\n\n".join("\n".join(s) for s in sections)
-    return format_summary(result) + "\n\n" + extra
+    return format_summary(generic) + "\n\n" + extra
 
 
 def format_info(info: Mapping[str, Any]) -> str:

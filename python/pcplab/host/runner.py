@@ -21,7 +21,7 @@ from typing import IO, Any
 
 from pcplab import engine
 from pcplab.errors import BadInput, EngineError
-from pcplab.host import procfs, sysctl, trace
+from pcplab.host import lockstat, procfs, sysctl, trace
 
 DEFAULT_TRACE_S = 1.0
 PMU_DIR = Path("/sys/bus/event_source/devices/cpu")
@@ -57,8 +57,10 @@ def _stop_engine(proc: subprocess.Popen[str]) -> None:
 class _Phases:
     """What happens at each phase change the engine announces."""
 
-    def __init__(self, tracer: Any) -> None:
+    def __init__(self, tracer: Any, locks: lockstat.Recorder | None = None) -> None:
         self.tracer = tracer
+        self.locks = locks
+        self.lock_error: str | None = None
         self.before: dict[str, Any] | None = None
         self.after: dict[str, Any] | None = None
         self.trace_error: str | None = None
@@ -68,7 +70,9 @@ class _Phases:
         """Act on one event; tracing failures are recorded, not fatal."""
         if event == "measure-start":
             self.before = snapshot()
+            self._locks("start")
         elif event == "measure-end":
+            self._locks("stop")
             self.after = snapshot()
         elif event == "trace-start" and self.tracer is not None:
             try:
@@ -80,6 +84,16 @@ class _Phases:
             self.tracer.stop()
         elif event not in ("trace-start", "trace-end"):
             raise EngineError(f"pcplab-host announced an unknown phase '{event}'")
+
+    def _locks(self, action: str) -> None:
+        """Switch `perf lock record` on or off; a failure is recorded, not fatal."""
+        if self.locks is None or self.lock_error is not None:
+            return
+        try:
+            getattr(self.locks, action)()
+        except (OSError, RuntimeError) as exc:
+            self.lock_error = f"perf lock record failed to {action}: {exc}"
+            self.locks.abort()
 
 
 def run_engine(spec: dict[str, Any], phases: _Phases) -> dict[str, Any]:
@@ -122,6 +136,8 @@ def run_engine(spec: dict[str, Any], phases: _Phases) -> dict[str, Any]:
         _stop_engine(proc)
         if phases.tracer is not None:
             phases.tracer.abort()
+        if phases.locks is not None:
+            phases.locks.abort()
         raise
     finally:
         ours.close()
@@ -159,11 +175,37 @@ def _contention_reason() -> str:
     )
 
 
+def merge_locks(
+    result: dict[str, Any], locks: dict[str, Any] | None, reason: str | None
+) -> None:
+    """Put `lock_contention` and `contention` (or their reasons) in a result."""
+    unavailable = result.setdefault("unavailable", {})
+    unavailable.pop("lock_contention", None)
+    if locks is None:
+        result["lock_contention"] = None
+        unavailable["lock_contention"] = f"not recorded: {reason}"
+        unavailable["contention"] = (
+            "needs perf lock contention of the measured phase: "
+            f"{reason}; else {_contention_reason()}"
+        )
+        return
+    result["lock_contention"] = locks
+    result["contention"] = lockstat.contention_figures(locks)
+    unavailable.pop("contention", None)
+    result.setdefault("notes", []).append(
+        "lock_contention: perf lock record -a during the measured phase "
+        f"({locks['recorded_s']:.2f} s, system-wide); the throughput of record "
+        "includes its cost (docs/host-engine.md)"
+    )
+
+
 def merge(
     result: dict[str, Any],
     phases: _Phases,
     probed: trace.Probe,
     tracing: dict[str, Any] | None,
+    locks: dict[str, Any] | None = None,
+    lock_reason: str | None = "off",
 ) -> dict[str, Any]:
     """Merge kernel snapshots and tracing into the engine's result."""
     unavailable = result.setdefault("unavailable", {})
@@ -194,6 +236,7 @@ def merge(
     }
     result["contention"] = None
     unavailable["contention"] = _contention_reason()
+    merge_locks(result, locks, lock_reason)
     calls = (tracing or {}).get("calls_ns") or {}
     for name in trace.FUNCTIONS:
         result["latency_ns"][name] = calls.get(name)
@@ -264,26 +307,59 @@ def run(
     trace_method: str = "auto",
     trace_s: float = DEFAULT_TRACE_S,
     gap_ns: int = trace.DEFAULT_GAP_NS,
+    lock_stats: str | None = None,
 ) -> dict[str, Any]:
-    """Run the host engine on `spec`, trace if permitted, return the merged result."""
+    """Run the host engine on `spec`, trace if permitted, return the merged result.
+
+    lock_stats: "perf" records lock contention with perf (refused if perf lock
+    cannot record here), "off" does not, None records it where permitted.
+    """
+    lock_reason = lock_stats_reason(lock_stats)
+    recorder = lockstat.Recorder(int(spec["tasks"])) if lock_reason is None else None
     probed = (
         trace.probe(trace_method)
         if trace_s > 0
         else trace.Probe(None, {"off": "no traced phase (--trace-seconds 0)"})
     )
     tracer = trace.make_tracer(probed.method, gap_ns) if probed.method else None
-    phases = _Phases(tracer)
-    tracing = None
+    phases = _Phases(tracer, recorder)
+    tracing = locks = None
     try:
         with _unwind_on_signals():
+            if recorder is not None:
+                recorder.launch()
             result = run_engine({**spec, "trace_s": trace_s if tracer else 0}, phases)
         if phases.traced:
             try:
                 tracing = tracer.result()
             except (OSError, ValueError) as exc:
                 phases.trace_error = f"the trace could not be analysed: {exc}"
+        if recorder is not None and phases.lock_error is None:
+            try:
+                locks = recorder.result()
+            except (OSError, ValueError, RuntimeError) as exc:
+                phases.lock_error = f"perf lock contention failed: {exc}"
+            except subprocess.TimeoutExpired:
+                phases.lock_error = "perf lock contention took over 600 s"
     finally:
+        if recorder is not None:
+            recorder.abort()
         if probed.mounted_tracefs:
             with contextlib.suppress(OSError):
                 trace.unmount_tracefs()
-    return merge(result, phases, probed, tracing)
+    return merge(
+        result, phases, probed, tracing, locks, lock_reason or phases.lock_error
+    )
+
+
+def lock_stats_reason(choice: str | None) -> str | None:
+    """None if lock contention is to be recorded, else why not.
+
+    An explicit "perf" that cannot record here is refused (exit 2).
+    """
+    if choice == "off":
+        return "off (--lock-stats off)"
+    reason = lockstat.probe()
+    if reason is not None and choice == "perf":
+        raise BadInput(f"--lock-stats perf: {reason}; use --lock-stats off")
+    return reason
