@@ -47,32 +47,34 @@ class _Ascii:
         return number
 
 
-class AsciiInt(_Ascii, click.types.IntParamType):
+class _AsciiInteger(_Ascii):
     """An integer written in ASCII digits (0-9), with an optional sign."""
 
     pattern = INTEGER
     kind = "an integer in ASCII digits (e.g. 42)"
 
 
-class AsciiIntRange(_Ascii, click.IntRange):
-    """An ASCII integer within a range (click.IntRange's bounds and help)."""
-
-    pattern = INTEGER
-    kind = "an integer in ASCII digits (e.g. 42)"
-
-
-class AsciiFloat(_Ascii, click.types.FloatParamType):
+class _AsciiDecimal(_Ascii):
     """A finite decimal number written in ASCII (e.g. 0.5, 2, 1e-3)."""
 
     pattern = DECIMAL
     kind = "a decimal number in ASCII digits (e.g. 0.5 or 1e-3)"
 
 
-class AsciiFloatRange(_Ascii, click.FloatRange):
-    """An ASCII decimal number within a range (click.FloatRange's bounds and help)."""
+class AsciiInt(_AsciiInteger, click.types.IntParamType):
+    """An integer written in ASCII digits (0-9), with an optional sign."""
 
-    pattern = DECIMAL
-    kind = "a decimal number in ASCII digits (e.g. 0.5 or 1e-3)"
+
+class AsciiIntRange(_AsciiInteger, click.IntRange):
+    """An ASCII integer within a range (click.IntRange's bounds and help)."""
+
+
+class AsciiFloat(_AsciiDecimal, click.types.FloatParamType):
+    """A finite decimal number written in ASCII (e.g. 0.5, 2, 1e-3)."""
+
+
+class AsciiFloatRange(_AsciiDecimal, click.FloatRange):
+    """An ASCII decimal number within a range (click.FloatRange's bounds and help)."""
 
 
 INT = AsciiInt()
