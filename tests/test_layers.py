@@ -33,6 +33,18 @@ def test_no_library_module_imports_the_cli():
     assert offenders == {}
 
 
+def test_only_the_cli_imports_the_host_commands():
+    """pcplab.host.cli holds click commands: only pcplab.cli imports it."""
+    allowed = {PACKAGE / "cli.py", PACKAGE / "host" / "cli.py"}
+    offenders = {
+        str(path.relative_to(PACKAGE)): "pcplab.host.cli"
+        for path in PACKAGE.rglob("*.py")
+        if path not in allowed
+        if "pcplab.host.cli" in _imports(path)
+    }
+    assert offenders == {}
+
+
 def _graph() -> dict[str, set[str]]:
     """Map every pcplab module to the pcplab modules it imports."""
     graph = {}

@@ -376,7 +376,7 @@ def run(
             "--lock-stats or use --engine host"
         )
     if schedule is not None and engine_name == "host":
-        from pcplab.host.cli import refuse_host_scale_max_schedule
+        from pcplab.host.execute import refuse_host_scale_max_schedule
 
         refuse_host_scale_max_schedule()
     spec: dict[str, Any] = {"engine": engine_name, "workload": workload}

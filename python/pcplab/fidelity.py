@@ -283,7 +283,7 @@ def _yafang_on_this_kernel(exp: dict[str, Any], quick: bool) -> dict[str, Any] |
     host = exp.get("host")
     if not host or os.geteuid() != 0 or "host" not in engine.built_engines():
         return None
-    from pcplab.host.cli import execute_run
+    from pcplab.host.execute import execute_run
     from pcplab.memguard import mem_available_bytes
 
     cpus = os.cpu_count() or 1

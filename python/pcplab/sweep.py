@@ -92,7 +92,7 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
     """Run one spec on its engine (the host engine through its front end)."""
     spec = materialize(spec)
     if spec.get("engine") == "host":
-        from pcplab.host.cli import execute_run
+        from pcplab.host.execute import execute_run
 
         return execute_run(spec)
     return engine.run(spec)

@@ -117,7 +117,7 @@ def sweep_command(
     points = grid(parsed)
     specs = [{**base, **point} for point in points]
     if schedule is not None and any(s.get("engine") == "host" for s in specs):
-        from pcplab.host.cli import refuse_host_scale_max_schedule
+        from pcplab.host.execute import refuse_host_scale_max_schedule
 
         refuse_host_scale_max_schedule()
     # The engine knows its spec keys and ranges: let it check every point

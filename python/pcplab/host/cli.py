@@ -14,8 +14,9 @@ from typing import Any
 import click
 
 from pcplab import engine
-from pcplab.errors import BadInput, EngineError
+from pcplab.errors import BadInput
 from pcplab.host import lockstat, procfs, report, runner, sweep, sysctl, trace
+from pcplab.host.execute import execute_run, guard, refuse_host_scale_max_schedule
 from pcplab.inputs import (
     FLOAT,
     INT,
@@ -27,7 +28,6 @@ from pcplab.inputs import (
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 88}
 MODEL_ENGINES = ("native", "sim")
-SCALE_MAX_SYSCTL = "vm.pcp_batch_scale_max"  # the 2024 proposal's sysctl
 
 
 def _emit(data: Any, as_json: bool, text: str, output: str | None) -> None:
@@ -35,76 +35,6 @@ def _emit(data: Any, as_json: bool, text: str, output: str | None) -> None:
     if output is not None:
         Path(output).write_text(json.dumps(data, indent=2) + "\n")
     click.echo(json.dumps(data, indent=2) if as_json else text)
-
-
-def _guard(specs: list[dict[str, Any]], trace_method: str, trace_s: float) -> None:
-    """Resolve every spec (the engine checks it) and apply the memory guard."""
-    from pcplab.memguard import check_memory, mem_available_bytes
-
-    needed = 0
-    for spec in specs:
-        resolved = engine.resolve(spec)
-        value = resolved.get("memory_bytes")
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise EngineError("the engine's resolve reply has no number memory_bytes")
-        needed = max(needed, int(value))
-    if trace_method not in ("off",) and trace_s > 0:  # a tracefs ring buffer
-        needed += trace.DEFAULT_BUFFER_KB * 1024 * (os.cpu_count() or 1)
-    check_memory(needed, mem_available_bytes())
-
-
-def refuse_host_scale_max_schedule() -> None:
-    """Refuse --scale-max-schedule against the running kernel: one line, exit 2.
-
-    Kernels without the vm.pcp_batch_scale_max sysctl (mainline, this one)
-    have no runtime knob to change; where a kernel carries it, the host
-    engine does not write it during a run (yet), and says so.
-    """
-    release = procfs.kernel_release()
-    if not sysctl.sysctl_path(SCALE_MAX_SYSCTL).exists():
-        raise BadInput(
-            f"--scale-max-schedule changes {SCALE_MAX_SYSCTL}, which this kernel "
-            f"({release}) does not have; run the schedule on the model with "
-            "--engine native or sim"
-        )
-    raise BadInput(
-        f"--scale-max-schedule: this kernel ({release}) has {SCALE_MAX_SYSCTL}, "
-        "but the host engine does not change it during a run; run the schedule "
-        "on the model with --engine native or sim"
-    )
-
-
-def execute_run(
-    spec: dict[str, Any],
-    *,
-    trace_method: str = "auto",
-    trace_s: float = runner.DEFAULT_TRACE_S,
-    gap_ns: int = trace.DEFAULT_GAP_NS,
-    lock_stats: str | None = None,
-) -> dict[str, Any]:
-    """Check, guard and run one host spec (setting high_fraction if given)."""
-    spec = dict(spec)
-    high_fraction = spec.pop("high_fraction", None)
-    if high_fraction is not None:
-        sysctl.require_root(
-            "--high-fraction with the host engine", ", or drop --high-fraction"
-        )
-    sysctl.restore_pending()
-    checked = (
-        dict(spec, high_fraction=high_fraction) if high_fraction is not None else spec
-    )
-    _guard([checked], trace_method, trace_s)
-    options = {
-        "trace_method": trace_method,
-        "trace_s": trace_s,
-        "gap_ns": gap_ns,
-        "lock_stats": lock_stats,
-    }
-    if high_fraction is None:
-        return runner.run(spec, **options)
-    with sysctl.Journal("pcplab run --engine host") as journal:
-        journal.set(sysctl.HIGH_FRACTION, high_fraction)
-        return runner.run(checked, **options)
 
 
 def run_on_host(
@@ -369,7 +299,7 @@ def sweep_command(
     _check_output(output)
     values = sweep.parse_fractions(fractions)
     spec = _spec(workload, tasks, duration, warmup, size_mib, mode, untimed)
-    _guard([{**spec, "high_fraction": v} for v in values], trace_method, trace_seconds)
+    guard([{**spec, "high_fraction": v} for v in values], trace_method, trace_seconds)
     with sysctl.Journal("pcplab host sweep") as journal:
         original = sysctl.read_sysctl(sysctl.HIGH_FRACTION)
         points = sweep.sweep(
@@ -425,7 +355,7 @@ def overhead_command(
         raise BadInput("overhead runs both timed and untimed; drop --untimed")
     _check_output(output)
     spec = _spec(workload, tasks, duration, warmup, size_mib, mode, False)
-    _guard([spec], "off", 0)
+    guard([spec], "off", 0)
     ops: dict[str, list[float]] = {"timed": [], "untimed": []}
     for _ in range(rounds):
         for name, timed in (("timed", True), ("untimed", False)):
@@ -588,8 +518,8 @@ def compare(
         model_spec["machine"] = machines.load_profile(machine)
     host_spec = {**common, "engine": "host"}
     engine.engine_binary(model)
-    _guard([host_spec], trace_method, trace_seconds)
-    _guard([model_spec], "off", 0)
+    guard([host_spec], trace_method, trace_seconds)
+    guard([model_spec], "off", 0)
     host_result = runner.run(
         host_spec,
         trace_method=trace_method,
