@@ -144,7 +144,7 @@ def test_pagesets_text_shows_the_values(pcplab):
 
 def test_pagesets_host(pcplab):
     """--host models every populated zone and says whether the kernel agrees."""
-    from pcplab.zoneinfo import read_host_zoneinfo
+    from pcplab.procfs_zoneinfo import read_host_zoneinfo
 
     populated = [(z.node, z.zone) for z in read_host_zoneinfo() if z.managed > 0]
     proc = pcplab("pagesets", "--host", "--json")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pcplab import zoneinfo
+from pcplab import procfs_zoneinfo
 from pcplab.host import procfs, sysctl, trace
 from pcplab.host.cli import compare_rows
 
@@ -42,7 +42,7 @@ def _recorded_cpus() -> list[int]:
 
 def _normal_pageset() -> dict:
     zones = procfs.pagesets_of(
-        zoneinfo.parse_zoneinfo((DATA / "zoneinfo.txt").read_text())
+        procfs_zoneinfo.parse_zoneinfo((DATA / "zoneinfo.txt").read_text())
     )
     normal = next(z for z in zones if z["zone"] == "Normal")
     return normal["cpus"][0]
@@ -75,7 +75,7 @@ def test_vmstat_rejects_a_malformed_line():
 def test_recorded_zoneinfo_pagesets_per_cpu():
     """Every populated zone lists a pageset per CPU; the schema keeps the first."""
     text = (DATA / "zoneinfo.txt").read_text()
-    per_cpu = procfs.pagesets_of(zoneinfo.parse_zoneinfo(text))
+    per_cpu = procfs.pagesets_of(procfs_zoneinfo.parse_zoneinfo(text))
     cpus = len(_recorded_cpus())
     assert [z["zone"] for z in per_cpu] == ["DMA", "DMA32", "Normal"]
     for zone in per_cpu:

@@ -37,7 +37,12 @@ from pathlib import Path
 import pytest
 
 import pcplab
-from pcplab.zoneinfo import ZoneInfo, node_cpus, parse_zoneinfo, read_host_zoneinfo
+from pcplab.procfs_zoneinfo import (
+    ZoneInfo,
+    node_cpus,
+    parse_zoneinfo,
+    read_host_zoneinfo,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).parent / "data" / "zoneinfo"

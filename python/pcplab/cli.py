@@ -55,12 +55,12 @@ def cli(ctx: click.Context) -> None:
 
 def _host_rows(high_fraction: int | None, kernel: str | None) -> list[dict[str, Any]]:
     """Model every populated zone of this host and pair it with the kernel's view."""
-    from pcplab import zoneinfo  # only this path reads /proc
+    from pcplab import procfs_zoneinfo  # only this path reads /proc
 
-    zones = [z for z in zoneinfo.read_host_zoneinfo() if z.managed > 0]
+    zones = [z for z in procfs_zoneinfo.read_host_zoneinfo() if z.managed > 0]
     if not zones:
         raise PcplabError("/proc/zoneinfo lists no zone with managed pages")
-    live = zoneinfo.read_high_fraction()
+    live = procfs_zoneinfo.read_high_fraction()
     fraction = live if high_fraction is None else high_fraction
     request: dict[str, Any] = {"high_fraction": fraction, "zones": []}
     if kernel is not None:
@@ -72,7 +72,7 @@ def _host_rows(high_fraction: int | None, kernel: str | None) -> list[dict[str, 
                 "name": z.zone,
                 "managed_pages": z.managed,
                 "low_wmark": z.low,
-                "cpus": zoneinfo.node_cpus(z.node),
+                "cpus": procfs_zoneinfo.node_cpus(z.node),
             }
         )
     models = engine.pagesets(request).get("zones") or []

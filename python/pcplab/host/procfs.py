@@ -7,10 +7,10 @@ import platform
 from pathlib import Path
 from typing import Any
 
-from pcplab import zoneinfo
+from pcplab import procfs_zoneinfo
 
 PROC_VMSTAT = Path("/proc/vmstat")
-PROC_ZONEINFO = Path("/proc/zoneinfo")
+PROC_ZONEINFO = procfs_zoneinfo.PROC_ZONEINFO
 PROC_MEMINFO = Path("/proc/meminfo")
 THP_DIR = Path("/sys/kernel/mm/transparent_hugepage")
 # vmstat counters summed into the result's short `vmstat` section.
@@ -56,7 +56,7 @@ def vmstat_summary(delta: dict[str, int]) -> dict[str, int]:
     }
 
 
-def pagesets_of(zones: list[zoneinfo.ZoneInfo]) -> list[dict[str, Any]]:
+def pagesets_of(zones: list[procfs_zoneinfo.ZoneInfo]) -> list[dict[str, Any]]:
     """Return every populated zone with each CPU's pageset, as plain dicts."""
     return [
         {
@@ -99,7 +99,7 @@ def schema_pagesets(per_cpu: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def read_pagesets(path: Path = PROC_ZONEINFO) -> list[dict[str, Any]]:
     """Read the per-CPU pagesets of every populated zone from /proc/zoneinfo."""
-    return pagesets_of(zoneinfo.parse_zoneinfo(path.read_text()))
+    return pagesets_of(procfs_zoneinfo.parse_zoneinfo(path.read_text()))
 
 
 def read_meminfo(path: Path = PROC_MEMINFO) -> dict[str, int]:

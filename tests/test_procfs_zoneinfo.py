@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pcplab import zoneinfo
-from pcplab.zoneinfo import Pageset, ZoneInfo, parse_zoneinfo
+from pcplab import procfs_zoneinfo
+from pcplab.procfs_zoneinfo import Pageset, ZoneInfo, parse_zoneinfo
 
 DATA = Path(__file__).parent / "data" / "zoneinfo"
 FIXTURES = sorted(DATA.glob("*/hf*.txt"))
@@ -187,12 +187,12 @@ def test_empty_text():
 )
 def test_count_cpulist(cpulist: str, n: int):
     """Sysfs cpulist ranges are counted."""
-    assert zoneinfo._count_cpulist(cpulist) == n
+    assert procfs_zoneinfo._count_cpulist(cpulist) == n
 
 
 def test_live_host_zoneinfo():
     """This host's /proc/zoneinfo parses, with at least one populated zone."""
-    zones = zoneinfo.read_host_zoneinfo()
+    zones = procfs_zoneinfo.read_host_zoneinfo()
     assert len(zones) > 0
     populated = [z for z in zones if z.managed > 0]
     assert populated
@@ -200,13 +200,13 @@ def test_live_host_zoneinfo():
     for z in populated:
         assert z.pagesets, f"node {z.node} zone {z.zone} has no pagesets"
         assert len(z.pagesets) <= (ncpu or len(z.pagesets))
-        assert zoneinfo.node_cpus(z.node) >= 0
+        assert procfs_zoneinfo.node_cpus(z.node) >= 0
 
 
 def test_live_host_sysctl_and_nodes():
     """The high fraction and node CPU counts read back sanely."""
-    f = zoneinfo.read_high_fraction()
+    f = procfs_zoneinfo.read_high_fraction()
     assert f == 0 or f >= 8
-    assert zoneinfo.node_cpus(0) >= 1
+    assert procfs_zoneinfo.node_cpus(0) >= 1
     # A node that does not exist falls back to os.cpu_count().
-    assert zoneinfo.node_cpus(1 << 20) == os.cpu_count()
+    assert procfs_zoneinfo.node_cpus(1 << 20) == os.cpu_count()
