@@ -10,7 +10,10 @@
 #include <pcplab/hostinfo.h>
 #include <pcplab/workload.h>
 
-/* The result's name of each lock class. */
+/*
+ * The result's name of each lock class. "xfree_lock" is LOCK_CROSS_FREE's
+ * (the cross-free mailbox): a key of the engine protocol, kept as it was.
+ */
 static const char *const lock_names[NR_LOCK_CLASSES] = {
 	"zone_lock", "lru_lock",   "pcp_lock",
 	"mmap_lock", "xfree_lock", "test_lock",

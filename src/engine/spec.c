@@ -448,7 +448,7 @@ static int parse_mode(const cJSON *o, struct spec *s, char *err)
 	s->cross_free = x && cJSON_IsTrue(x);
 	if (!s->cross_free)
 		return 0;
-	if (wl->no_xfree || wl->configure)
+	if (wl->no_cross_free || wl->configure)
 		return fail(
 			err,
 			"cross_free needs a workload that frees what it maps, not %s",

@@ -20,5 +20,5 @@ const struct workload page_fault3_workload = {
 	.description = "Separate file shared mapping page fault",
 	.default_size_mib = 128,
 	.iteration = page_fault3_iteration,
-	.no_xfree = true,
+	.no_cross_free = true,
 };

@@ -116,23 +116,23 @@ int fault_in(struct task *t, unsigned long nr, enum fault_kind kind,
 }
 
 /* How long a CPU waits before it looks at its mailbox again. */
-#define XFREE_POLL_NS 20000
+#define CROSS_FREE_POLL_NS 20000
 
 /*
  * Put the iteration's pages in the mailbox for the partner CPU to free,
  * once it has taken the previous ones (the allocating side of the pattern
  * of allocator purge threads).
  */
-static void xfree_handoff(struct task *t)
+static void cross_free_handoff(struct task *t)
 {
-	struct xfree_box *box = t->xfree;
+	struct cross_free_mailbox *box = t->cross_free;
 
 	for (;;) {
 		spin_lock(&box->lock);
 		if (!box->nr || task_should_stop(t))
 			break;
 		spin_unlock(&box->lock);
-		delay_ns(XFREE_POLL_NS);
+		delay_ns(CROSS_FREE_POLL_NS);
 	}
 	if (!box->nr) {
 		struct page **swap = box->pages;
@@ -150,15 +150,15 @@ static void xfree_handoff(struct task *t)
 /* munmap the iteration's mapping, or pass its pages to the partner CPU. */
 void iteration_unmap(struct task *t)
 {
-	if (t->xfree)
-		xfree_handoff(t);
+	if (t->cross_free)
+		cross_free_handoff(t);
 	unmap_all(&t->mm);
 }
 
 /* Take what the mailbox holds (under its lock); returns how many pages. */
-static unsigned long xfree_take(struct task *t, int *closed)
+static unsigned long cross_free_take(struct task *t, int *closed)
 {
-	struct xfree_box *box = t->xfree;
+	struct cross_free_mailbox *box = t->cross_free;
 	struct page **swap;
 	unsigned long nr;
 
@@ -179,17 +179,17 @@ static unsigned long xfree_take(struct task *t, int *closed)
  * The freeing CPU's iteration: wait for a mailbox full of pages, take them
  * and free them here (release_pages: off the LRU, into this CPU's pcp).
  */
-int xfree_consumer_iteration(struct task *t)
+int cross_free_consumer_iteration(struct task *t)
 {
 	unsigned long nr;
 	int closed;
 
 	task_tick(t);
-	nr = xfree_take(t, &closed);
+	nr = cross_free_take(t, &closed);
 	if (nr)
 		release_pages(t->mm.pages, nr);
 	else
-		delay_ns(XFREE_POLL_NS);
+		delay_ns(CROSS_FREE_POLL_NS);
 	return 0;
 }
 
@@ -197,41 +197,41 @@ int xfree_consumer_iteration(struct task *t)
  * Pair the tasks for cross-CPU free: task 2k allocates and hands its pages
  * to task 2k+1, which frees them. Returns 0 or -ENOMEM.
  */
-int xfree_setup(struct task *tasks, int nr, unsigned long cap)
+int cross_free_setup(struct task *tasks, int nr, unsigned long cap)
 {
 	for (int i = 0; i + 1 < nr; i += 2) {
-		struct xfree_box *box = calloc(1, sizeof(*box));
+		struct cross_free_mailbox *box = calloc(1, sizeof(*box));
 
 		if (!box)
 			return -ENOMEM;
 		box->pages = calloc(cap ? cap : 1, sizeof(*box->pages));
 		if (!box->pages)
 			return -ENOMEM;
-		spin_lock_init(&box->lock, LOCK_XFREE);
-		tasks[i].xfree = tasks[i + 1].xfree = box;
-		tasks[i + 1].xfree_consumer = true;
+		spin_lock_init(&box->lock, LOCK_CROSS_FREE);
+		tasks[i].cross_free = tasks[i + 1].cross_free = box;
+		tasks[i + 1].cross_free_consumer = true;
 	}
 	return 0;
 }
 
-/* Free the mailboxes of xfree_setup() (empty by now). */
-void xfree_teardown(struct task *tasks, int nr)
+/* Free the mailboxes of cross_free_setup() (empty by now). */
+void cross_free_teardown(struct task *tasks, int nr)
 {
 	for (int i = 0; i + 1 < nr; i += 2) {
-		if (!tasks[i].xfree)
+		if (!tasks[i].cross_free)
 			continue;
-		BUG_ON(tasks[i].xfree->nr);
-		free(tasks[i].xfree->pages);
-		free(tasks[i].xfree);
-		tasks[i].xfree = tasks[i + 1].xfree = NULL;
+		BUG_ON(tasks[i].cross_free->nr);
+		free(tasks[i].cross_free->pages);
+		free(tasks[i].cross_free);
+		tasks[i].cross_free = tasks[i + 1].cross_free = NULL;
 	}
 }
 
 /* One iteration of @t: the workload's, or the freeing partner's loop. */
 int task_iteration(const struct workload *wl, struct task *t)
 {
-	if (t->xfree_consumer)
-		return xfree_consumer_iteration(t);
+	if (t->cross_free_consumer)
+		return cross_free_consumer_iteration(t);
 	return wl->iteration(t);
 }
 
@@ -243,22 +243,22 @@ int task_iteration(const struct workload *wl, struct task *t)
 void task_exit(struct task *t)
 {
 	stats_detach();
-	if (t->xfree && !t->xfree_consumer) {
-		spin_lock(&t->xfree->lock);
-		t->xfree->closed = 1;
-		spin_unlock(&t->xfree->lock);
+	if (t->cross_free && !t->cross_free_consumer) {
+		spin_lock(&t->cross_free->lock);
+		t->cross_free->closed = 1;
+		spin_unlock(&t->cross_free->lock);
 	}
-	if (t->xfree && t->xfree_consumer) {
+	if (t->cross_free && t->cross_free_consumer) {
 		for (;;) {
 			int closed;
-			unsigned long nr = xfree_take(t, &closed);
+			unsigned long nr = cross_free_take(t, &closed);
 
 			if (nr)
 				release_pages(t->mm.pages, nr);
 			if (closed && !nr)
 				break;
 			if (!nr)
-				delay_ns(XFREE_POLL_NS);
+				delay_ns(CROSS_FREE_POLL_NS);
 		}
 	}
 	unmap_all(&t->mm);

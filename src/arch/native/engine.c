@@ -208,8 +208,8 @@ static int start_tasks(struct native_run *run, pthread_t *threads, char *err)
 	const struct spec *spec = run->spec;
 
 	if (spec->cross_free &&
-	    xfree_setup(run->tasks, spec->tasks,
-			(spec->size_mib << 20) / PAGE_SIZE)) {
+	    cross_free_setup(run->tasks, spec->tasks,
+			     (spec->size_mib << 20) / PAGE_SIZE)) {
 		snprintf(err, ERRLEN, "no memory for the cross-free mailboxes");
 		return -1;
 	}
@@ -291,7 +291,7 @@ int engine_run(const struct spec *spec, struct run_result *res, char *err)
 	}
 	res->memmap_bytes = memmap_bytes();
 
-	xfree_teardown(run.tasks, spec->tasks);
+	cross_free_teardown(run.tasks, spec->tasks);
 	for (int i = 0; i < spec->tasks; i++) {
 		task_mm_exit(&run.tasks[i].mm);
 		free(run.tasks[i].step_marks);

@@ -261,7 +261,8 @@ int engine_run(const struct spec *spec, struct run_result *res, char *err)
 	schedule_scale_max(spec, measure);
 	nr_samples = min(nr_samples, MAX_SAMPLES);
 	if (spec->cross_free &&
-	    xfree_setup(tasks, spec->tasks, (spec->size_mib << 20) / PAGE_SIZE))
+	    cross_free_setup(tasks, spec->tasks,
+			     (spec->size_mib << 20) / PAGE_SIZE))
 		return -1;
 	for (int i = 0; i < spec->tasks; i++) {
 		struct task *t = &tasks[i];
@@ -311,7 +312,7 @@ int engine_run(const struct spec *spec, struct run_result *res, char *err)
 	check_invariants(&res->inv_drained, held);
 	res->memmap_bytes = memmap_bytes();
 
-	xfree_teardown(tasks, spec->tasks);
+	cross_free_teardown(tasks, spec->tasks);
 	for (int i = 0; i < spec->tasks; i++) {
 		task_mm_exit(&tasks[i].mm);
 		free(tasks[i].samples);

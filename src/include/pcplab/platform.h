@@ -41,7 +41,7 @@ enum lock_class {
 	LOCK_LRU,
 	LOCK_PCP,
 	LOCK_MMAP, /* mmap_lock of a process whose threads share one mm */
-	LOCK_XFREE, /* the mailbox between a CPU that allocates and one that frees */
+	LOCK_CROSS_FREE, /* the mailbox between a CPU that allocates and one that frees */
 	LOCK_TEST, /* a workload's own lock (the machine-repairman check) */
 	NR_LOCK_CLASSES,
 };

@@ -40,8 +40,8 @@ struct task {
 	u64 next_vmstat_ns; /* when the vmstat work runs next */
 	struct prandom rnd;
 	unsigned long iterations;
-	struct xfree_box *xfree; /* the mailbox to/from the partner CPU */
-	bool xfree_consumer; /* frees what the partner allocated */
+	struct cross_free_mailbox *cross_free; /* to/from the partner CPU */
+	bool cross_free_consumer; /* frees what the partner allocated */
 	const u64 *step_ns; /* scale-max schedule: ns into measuring */
 	int nr_steps;
 	int steps_passed;
@@ -49,7 +49,7 @@ struct task {
 };
 
 /* Pages handed from an allocating CPU to a freeing one (cross-CPU free). */
-struct xfree_box {
+struct cross_free_mailbox {
 	spinlock_t lock;
 	struct page **pages;
 	unsigned long nr; /* 0: empty */
@@ -65,7 +65,7 @@ struct workload {
 	/* Optional: read the spec's "args" (NULL if none); 0 or -1 + @err. */
 	int (*configure)(const cJSON *args, char *err);
 	unsigned int pages_per_op; /* pages per op (stress-ng bogo ops), or 1 */
-	bool no_xfree; /* cannot hand its pages to another CPU to free */
+	bool no_cross_free; /* cannot hand its pages to another CPU to free */
 };
 
 extern const struct workload page_fault1_workload;
@@ -88,12 +88,12 @@ void iteration_unmap(struct task *t);
 /* The task's run is over: free what it still holds, on its own CPU. */
 void task_exit(struct task *t);
 /* The partner loop of a freeing CPU (cross-CPU free). */
-int xfree_consumer_iteration(struct task *t);
+int cross_free_consumer_iteration(struct task *t);
 /* One iteration of @t: the workload's, or the freeing partner's loop. */
 int task_iteration(const struct workload *wl, struct task *t);
 /* Pair tasks 2k (allocates) and 2k+1 (frees) through mailboxes. */
-int xfree_setup(struct task *tasks, int nr, unsigned long cap);
-void xfree_teardown(struct task *tasks, int nr);
+int cross_free_setup(struct task *tasks, int nr, unsigned long cap);
+void cross_free_teardown(struct task *tasks, int nr);
 /* Periodic per-task work: vmstat decay, measuring start, deadline. */
 void task_tick(struct task *t);
 
