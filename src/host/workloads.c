@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * What the host workloads share, apart from the harness that runs them:
+ * the table the spec looks names up in, the first-touch loop that times
+ * faults, and the file of the file-backed workloads (and its file system,
+ * which the result reports). The harness files only start and count them.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "harness.h"
+
+static const struct host_workload *const workloads[] = {
+	&host_page_fault1, &host_page_fault2, &host_page_fault3,
+	&host_mmap_fill,   &host_stress_vm,
+};
+
+/* The workload called @name, or NULL. */
+const struct host_workload *host_find_workload(const char *name)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(workloads); i++)
+		if (!strcmp(workloads[i]->name, name))
+			return workloads[i];
+	return NULL;
+}
+
+/* "page_fault1, page_fault2, ..." for error messages. */
+const char *host_workload_names(void)
+{
+	static char names[256];
+
+	if (!names[0])
+		for (size_t i = 0; i < ARRAY_SIZE(workloads); i++)
+			snprintf(names + strlen(names),
+				 sizeof(names) - strlen(names), "%s%s",
+				 i ? ", " : "", workloads[i]->name);
+	return names;
+}
+
+/* u64 memory_bytes callback: @size bytes per task. */
+u64 one_mapping_per_task(u64 size, int tasks)
+{
+	return size * (u64)tasks;
+}
+
+/* First-touch every page of a range (workload.h). */
+size_t touch_pages(struct host_task *t, char *base, size_t len, char value)
+{
+	struct host_control *ctl = t->control;
+	volatile char *p = base;
+	size_t off, n = 0;
+
+	if (t->timed) {
+		for (off = 0; off < len; off += t->page_size, n++) {
+			u64 c0, c1;
+
+			if (unlikely(READ_ONCE(ctl->stop)))
+				break;
+			c0 = cycles();
+			__asm__ __volatile__("" ::: "memory");
+			p[off] = value;
+			__asm__ __volatile__("" ::: "memory");
+			c1 = cycles();
+			hist_record(&t->fault_ns[READ_ONCE(ctl->phase)],
+				    cyc2ns(c1 - c0));
+			(*t->pages)++;
+		}
+	} else {
+		for (off = 0; off < len; off += t->page_size, n++) {
+			if (unlikely(READ_ONCE(ctl->stop)))
+				break;
+			p[off] = value;
+			(*t->pages)++;
+		}
+	}
+	return n;
+}
+
+/* The directory of the file-backed workloads' files: $TMPDIR, else /tmp. */
+static const char *file_dir(void)
+{
+	const char *dir = getenv("TMPDIR");
+
+	return dir && *dir ? dir : "/tmp";
+}
+
+/* Create, size and unlink the task's file (workload.h). */
+int host_task_file(struct host_task *t)
+{
+	char path[4096];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/willitscale.XXXXXX", file_dir());
+	fd = mkstemp(path);
+	if (fd < 0)
+		return -errno;
+	unlink(path);
+	if (ftruncate(fd, (off_t)t->size)) {
+		int err = errno;
+
+		close(fd);
+		return -err;
+	}
+	t->fd = fd;
+	return 0;
+}
+
+/* Name the file system of the file-backed workloads' directory. */
+void name_file_fs(char *out, size_t len)
+{
+	static const struct {
+		long magic;
+		const char *name;
+	} names[] = {
+		{ 0xEF53, "ext4" },	   { 0x01021994, "tmpfs" },
+		{ 0x58465342, "xfs" },	   { 0x9123683E, "btrfs" },
+		{ 0x794c7630, "overlay" }, { 0x6969, "nfs" },
+		{ 0x2fc12fc1, "zfs" },	   { 0xF2F52010, "f2fs" },
+	};
+	struct statfs st;
+
+	snprintf(out, len, "unknown");
+	if (statfs(file_dir(), &st))
+		return;
+	snprintf(out, len, "0x%lx", (long)st.f_type);
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+		if ((long)st.f_type == names[i].magic)
+			snprintf(out, len, "%s", names[i].name);
+}
