@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pcplab import procfs_zoneinfo
-from pcplab.host import procfs, sysctl, trace
+from pcplab.host import bursts, procfs, ringbuffer, sysctl, trace
 from pcplab.host.cli import compare_rows
 
 DATA = Path(__file__).parent / "data" / "host"
@@ -20,12 +20,14 @@ TEXT_EVENT = re.compile(
 )
 
 
-def _formats() -> tuple[tuple[int, int, int], trace.EventFormat, trace.EventFormat]:
-    header = trace.parse_header_page((DATA / "header_page").read_text())
-    refill = trace.parse_format(
+def _formats() -> tuple[
+    tuple[int, int, int], ringbuffer.EventFormat, ringbuffer.EventFormat
+]:
+    header = ringbuffer.parse_header_page((DATA / "header_page").read_text())
+    refill = ringbuffer.parse_format(
         trace.REFILL_EVENT, (DATA / "mm_page_alloc_zone_locked.format").read_text()
     )
-    drain = trace.parse_format(
+    drain = ringbuffer.parse_format(
         trace.DRAIN_EVENT, (DATA / "mm_page_pcpu_drain.format").read_text()
     )
     return header, refill, drain
@@ -99,7 +101,7 @@ def test_raw_ring_buffer_decodes_like_the_kernels_text(cpu):
     names = {refill.id: "mm_page_alloc_zone_locked", drain.id: "mm_page_pcpu_drain"}
     ours = []
     for page in _raw_pages(cpu):
-        for ts, rec in trace.iter_page_records(page, header):
+        for ts, rec in ringbuffer.iter_page_records(page, header):
             kind = int.from_bytes(rec[0:2], "little")
             fmt = refill if kind == refill.id else drain
             ours.append(
@@ -122,11 +124,11 @@ def test_recorded_bursts_follow_the_kernels_pcp_rules():
     """Drains free batch..high-batch pages; a refill never exceeds high."""
     header, refill, drain = _formats()
     pages = {cpu: _raw_pages(cpu) for cpu in _recorded_cpus()}
-    refills, drains = trace.decode_raw(pages, header, refill, drain)
+    refills, drains = ringbuffer.decode_raw(pages, header, refill, drain)
     pageset = _normal_pageset()
     high, batch = pageset["high"], pageset["batch"]
-    drain_set = trace.join_bursts(drains)
-    refill_set = trace.join_bursts(refills)
+    drain_set = bursts.join_bursts(drains)
+    refill_set = bursts.join_bursts(refills)
     assert len(drain_set.bursts) >= 5 and len(refill_set.bursts) >= 5
     # free_frozen_page_commit: to_free = clamp(free_count, batch, high - batch)
     assert all(batch <= b.pages <= high - batch for b in drain_set.bursts)
@@ -136,8 +138,8 @@ def test_recorded_bursts_follow_the_kernels_pcp_rules():
     # the threshold sits in the valley: few gaps near it, inside gaps far below
     for joined in (drain_set, refill_set):
         assert joined.near_threshold <= 0.01 * joined.events
-        assert trace.summarize(joined, trace.DEFAULT_GAP_NS)["gap_inside_p99_ns"] < (
-            trace.DEFAULT_GAP_NS
+        assert bursts.summarize(joined, bursts.DEFAULT_GAP_NS)["gap_inside_p99_ns"] < (
+            bursts.DEFAULT_GAP_NS
         )
         for b in joined.bursts:
             assert b.span_ns >= 0 and b.events >= 1
@@ -151,25 +153,25 @@ def test_join_bursts_splits_on_gaps_and_drops_the_edges():
         events += [(0, start + i * 100, 1) for i in range(5)]  # 5 pages, 400 ns
     events += [(1, 5_000, 2), (1, 5_050, 2)]  # CPU 1: one burst, dropped as edge
     events.sort(key=lambda e: e[1])
-    joined = trace.join_bursts(events, gap_ns=1000)
+    joined = bursts.join_bursts(events, gap_ns=1000)
     assert [(b.cpu, b.start_ns, b.pages, b.span_ns) for b in joined.bursts] == [
         (0, 10_000, 5, 400),
         (0, 20_000, 5, 400),
     ]
     assert joined.dropped_edge == 3 and joined.events == len(events)
     assert joined.near_threshold == 0
-    assert trace.join_bursts([(0, 0, 1), (0, 700, 1)], gap_ns=1000).near_threshold == 1
+    assert bursts.join_bursts([(0, 0, 1), (0, 700, 1)], gap_ns=1000).near_threshold == 1
     with pytest.raises(ValueError, match="time order"):
-        trace.join_bursts([(0, 10, 1), (0, 5, 1)])
+        bursts.join_bursts([(0, 10, 1), (0, 5, 1)])
 
 
 def test_log2_hist_and_percentiles_follow_funclatency():
     """Slot 1 holds 0..1, slot i holds 2^(i-1)..2^i-1; percentiles are nearest-rank."""
-    rows = trace.log2_hist([0, 1, 2, 3, 4, 1023, 1024])
+    rows = bursts.log2_hist([0, 1, 2, 3, 4, 1023, 1024])
     assert rows[0] == [0, 1, 2] and rows[1] == [2, 3, 2] and rows[2] == [4, 7, 1]
     assert rows[9] == [512, 1023, 1] and rows[10] == [1024, 2047, 1]
     assert len(rows) == 11 and sum(r[2] for r in rows) == 7
-    s = trace.stats(list(range(1, 101)))
+    s = bursts.stats(list(range(1, 101)))
     assert (s["p50"], s["p99"], s["max"], s["avg"], s["count"]) == (
         50,
         99,
@@ -177,7 +179,7 @@ def test_log2_hist_and_percentiles_follow_funclatency():
         50,
         100,
     )
-    assert trace.stats([]) is None
+    assert bursts.stats([]) is None
 
 
 def test_bpftrace_burst_lines():

@@ -11,38 +11,38 @@ Methods, best first (`probe()` picks the first that works here):
   free_pcppages_bulk, and the first-to-last span of a burst approximates
   the time under zone->lock. The events come from a private tracefs
   instance's ring buffer (per-CPU, nanosecond timestamps), read raw and
-  joined into bursts here.
+  joined into bursts (`bursts`).
 - ``bpftrace-tracepoint``: the same bursts, joined in the kernel by a BPF
   program that prints one line per burst (costlier per event; see METHODS).
 
-A burst is a maximal run of events of one kind on one CPU whose gaps are
-all below `gap_ns`. Inside one call the events are separated by the work
-for one page under the lock, IRQs off (about 0.1-1 us, tracing included);
-between two calls on one CPU lie at least one page fault per page taken
-(refill) or a free per page given back (drain), so the gaps are bimodal;
-the default threshold of 2 us sits in the valley measured on the
-development machine (docs/host-engine.md shows the histogram). Every
-analysis reports how many gaps fell near the threshold, so a threshold that
-does not suit a machine shows itself. The first and last burst of each CPU
-may be cut by the start or end of tracing and are dropped.
+Bursts and their statistics are in `bursts`, the raw ring-buffer decoder in
+`ringbuffer`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import re
 import shutil
 import signal
-import struct
 import subprocess
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
+
+from pcplab.host.bursts import (
+    DEFAULT_GAP_NS,
+    Burst,
+    BurstSet,
+    analysis,
+    join_bursts,
+    stats,
+)
+from pcplab.host.ringbuffer import decode_raw, parse_format, parse_header_page
 
 TRACEFS = Path("/sys/kernel/tracing")
 KALLSYMS = Path("/proc/kallsyms")
@@ -50,7 +50,6 @@ BTF_VMLINUX = Path("/sys/kernel/btf/vmlinux")
 REFILL_EVENT = "kmem/mm_page_alloc_zone_locked"
 DRAIN_EVENT = "kmem/mm_page_pcpu_drain"
 FUNCTIONS = ("rmqueue_bulk", "free_pcppages_bulk")
-DEFAULT_GAP_NS = 2000
 DEFAULT_BUFFER_KB = 32768  # per CPU, tracefs method
 # tracefs before bpftrace for tracepoints: the BPF program's own cost per
 # event (maps keyed by CPU) inflated the measured span per page 3.5-fold on
@@ -63,241 +62,6 @@ METHODS = (
 )
 CHOICES = ("auto", *METHODS, "off")
 ATTACH_TIMEOUT_S = 60.0
-
-
-# --------------------------------------------------------------------------
-# Burst analysis (pure; tested on recorded samples)
-
-
-@dataclass
-class Burst:
-    """One run of same-kind events on one CPU: one rmqueue_bulk or drain call."""
-
-    cpu: int
-    start_ns: int
-    end_ns: int
-    pages: int
-    events: int = 1
-
-    @property
-    def span_ns(self) -> int:
-        """First-to-last event: approximately the time under zone->lock."""
-        return self.end_ns - self.start_ns
-
-
-@dataclass
-class BurstSet:
-    """The bursts of one kind, with the gap diagnostics of their joining."""
-
-    bursts: list[Burst] = field(default_factory=list)
-    events: int = 0
-    dropped_edge: int = 0  # first/last bursts per CPU, maybe cut by tracing
-    gaps_inside: list[int] = field(default_factory=list)
-    near_threshold: int = 0  # gaps in [gap/2, 2 gap): ambiguous
-
-
-def join_bursts(
-    events: Iterable[tuple[int, int, int]], gap_ns: int = DEFAULT_GAP_NS
-) -> BurstSet:
-    """Join (cpu, ts_ns, pages) events, time-ordered per CPU, into bursts.
-
-    Events of one CPU must come in time order (as each CPU's ring buffer
-    holds them); CPUs may interleave. The first and last burst of each CPU
-    are dropped, since tracing may have started or stopped inside them.
-    """
-    open_: dict[int, Burst] = {}
-    per_cpu: dict[int, list[Burst]] = {}
-    result = BurstSet()
-    for cpu, ts, pages in events:
-        result.events += 1
-        cur = open_.get(cpu)
-        if cur is not None:
-            gap = ts - cur.end_ns
-            if gap < 0:
-                raise ValueError(f"events of CPU {cpu} are not in time order")
-            if gap_ns // 2 <= gap < 2 * gap_ns:
-                result.near_threshold += 1
-            if gap < gap_ns:
-                cur.end_ns = ts
-                cur.pages += pages
-                cur.events += 1
-                result.gaps_inside.append(gap)
-                continue
-        burst = Burst(cpu, ts, ts, pages)
-        open_[cpu] = burst
-        per_cpu.setdefault(cpu, []).append(burst)
-    for bursts in per_cpu.values():
-        kept = bursts[1:-1]
-        result.dropped_edge += len(bursts) - len(kept)
-        result.bursts += kept
-    return result
-
-
-def log2_hist(values: Sequence[int]) -> list[list[int]]:
-    """Return funclatency's log2 rows [lo, hi, count], slot 1 = 0..1, to the top."""
-    slots: dict[int, int] = {}
-    for v in values:
-        slot = max(int(v).bit_length(), 1)
-        slots[slot] = slots.get(slot, 0) + 1
-    top = max(slots, default=0)
-    return [
-        [0 if i == 1 else 1 << (i - 1), (1 << i) - 1, slots.get(i, 0)]
-        for i in range(1, top + 1)
-    ]
-
-
-def percentile(sorted_values: Sequence[int], p: float) -> int:
-    """Nearest-rank percentile p (0..100) of sorted values."""
-    rank = max(1, math.ceil(p / 100 * len(sorted_values)))
-    return sorted_values[rank - 1]
-
-
-def stats(values: Sequence[int]) -> dict[str, Any] | None:
-    """Return {count, total, avg, p50, p99, max, log2_hist} of exact values."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    total = sum(ordered)
-    return {
-        "count": len(ordered),
-        "total": total,
-        "avg": total // len(ordered),
-        "p50": percentile(ordered, 50),
-        "p99": percentile(ordered, 99),
-        "max": ordered[-1],
-        "log2_hist": log2_hist(ordered),
-    }
-
-
-def summarize(burst_set: BurstSet, gap_ns: int) -> dict[str, Any]:
-    """Summarize one kind's bursts: calls, pages per call, span under the lock."""
-    bursts = burst_set.bursts
-    gaps = sorted(burst_set.gaps_inside)
-    return {
-        "calls": len(bursts),
-        "events": burst_set.events,
-        "pages": sum(b.pages for b in bursts),
-        "pages_per_call": stats([b.pages for b in bursts]),
-        "span_ns": stats([b.span_ns for b in bursts]),
-        "dropped_edge_bursts": burst_set.dropped_edge,
-        "gap_ns": gap_ns,
-        "gap_inside_p99_ns": percentile(gaps, 99) if gaps else None,
-        "gaps_near_threshold": burst_set.near_threshold,
-    }
-
-
-# --------------------------------------------------------------------------
-# The raw ring buffer of tracefs (per_cpu/cpuN/trace_pipe_raw)
-
-_FIELD_RE = re.compile(
-    r"field:(?P<decl>[^;]*);\s*offset:(?P<off>\d+);\s*size:(?P<size>\d+);"
-    r"(?:\s*signed:(?P<signed>\d+);)?"
-)
-_TYPE_PADDING, _TYPE_TIME_EXTEND, _TYPE_TIME_STAMP = 29, 30, 31
-_TS_MASK = (1 << 59) - 1
-
-
-@dataclass
-class EventFormat:
-    """The id and field offsets of one trace event, from its format file."""
-
-    name: str
-    id: int
-    fields: dict[str, tuple[int, int, bool]]  # name: (offset, size, signed)
-
-    def value(self, data: bytes | memoryview, offset: int, name: str) -> int:
-        """Read field `name` of the record at `offset` of `data`."""
-        off, size, signed = self.fields[name]
-        return int.from_bytes(
-            data[offset + off : offset + off + size], "little", signed=signed
-        )
-
-
-def parse_format(name: str, text: str) -> EventFormat:
-    """Parse an events/<system>/<event>/format file."""
-    match = re.search(r"^ID:\s*(\d+)", text, re.M)
-    if match is None:
-        raise ValueError(f"{name}: format has no ID line")
-    fields = {}
-    for m in _FIELD_RE.finditer(text):
-        decl = m.group("decl").strip()
-        field_name = re.sub(r"\[.*\]$", "", decl.split()[-1]).lstrip("*")
-        fields[field_name] = (
-            int(m.group("off")),
-            int(m.group("size")),
-            m.group("signed") == "1",
-        )
-    return EventFormat(name, int(match.group(1)), fields)
-
-
-def parse_header_page(text: str) -> tuple[int, int, int]:
-    """Return (commit offset, commit size, data offset) from events/header_page."""
-    found = {}
-    for m in _FIELD_RE.finditer(text):
-        found[m.group("decl").split()[-1]] = (int(m.group("off")), int(m.group("size")))
-    try:
-        return found["commit"][0], found["commit"][1], found["data"][0]
-    except KeyError:
-        raise ValueError("header_page lacks the commit or data field") from None
-
-
-def iter_page_records(
-    page: bytes, header: tuple[int, int, int]
-) -> Iterator[tuple[int, memoryview]]:
-    """Yield (timestamp_ns, record) of every data event of one ring-buffer page."""
-    commit_off, commit_size, data_off = header
-    view = memoryview(page)
-    ts = int.from_bytes(view[0:8], "little")
-    commit = int.from_bytes(view[commit_off : commit_off + commit_size], "little")
-    size = commit & ((1 << 27) - 1)  # the high bits carry the missed-events flags
-    pos, end = data_off, min(data_off + size, len(page))
-    unpack = struct.Struct("<I").unpack_from
-    while pos + 4 <= end:
-        (head,) = unpack(view, pos)
-        type_len, delta = head & 0x1F, head >> 5
-        if type_len == _TYPE_PADDING:
-            if delta == 0:
-                break  # the rest of the page is padding
-            ts += delta
-            pos += 4 + unpack(view, pos + 4)[0]
-        elif type_len == _TYPE_TIME_EXTEND:
-            ts += (unpack(view, pos + 4)[0] << 27) | delta
-            pos += 8
-        elif type_len == _TYPE_TIME_STAMP:
-            absolute = (unpack(view, pos + 4)[0] << 27) | delta
-            ts = (ts & ~_TS_MASK) | (absolute & _TS_MASK)
-            pos += 8
-        elif type_len == 0:
-            length = unpack(view, pos + 4)[0]
-            ts += delta
-            yield ts, view[pos + 8 : pos + 4 + length]
-            pos += 4 + length
-        else:
-            ts += delta
-            yield ts, view[pos + 4 : pos + 4 + type_len * 4]
-            pos += 4 + type_len * 4
-
-
-def decode_raw(
-    pages_by_cpu: dict[int, list[bytes]],
-    header: tuple[int, int, int],
-    refill: EventFormat,
-    drain: EventFormat,
-) -> tuple[list[tuple[int, int, int]], list[tuple[int, int, int]]]:
-    """Decode raw pages into (cpu, ts, pages) refill and drain events."""
-    refills: list[tuple[int, int, int]] = []
-    drains: list[tuple[int, int, int]] = []
-    for cpu, pages in sorted(pages_by_cpu.items()):
-        for page in pages:
-            for ts, rec in iter_page_records(page, header):
-                kind = int.from_bytes(rec[0:2], "little")
-                if kind == refill.id:
-                    if refill.value(rec, 0, "percpu_refill") != 1:
-                        continue
-                    refills.append((cpu, ts, 1 << refill.value(rec, 0, "order")))
-                elif kind == drain.id:
-                    drains.append((cpu, ts, 1 << drain.value(rec, 0, "order")))
-    return refills, drains
 
 
 def parse_bpftrace_bursts(
@@ -598,25 +362,6 @@ class BpftraceTracer:
         if self.method != "bpftrace-tracepoint":
             out["calls_ns"] = {name: stats(v) for name, v in calls.items()}
         return out
-
-
-def analysis(
-    method: str,
-    refills: BurstSet,
-    drains: BurstSet,
-    gap_ns: int,
-    seconds: float,
-    lost: int,
-) -> dict[str, Any]:
-    """Return the tracing section: per-kind summaries and zone->lock spans."""
-    return {
-        "method": method,
-        "traced_s": seconds,
-        "lost_events": lost,
-        "refill": summarize(refills, gap_ns),
-        "drain": summarize(drains, gap_ns),
-        "zone_lock_span_ns": stats([b.span_ns for b in refills.bursts + drains.bursts]),
-    }
 
 
 class TracefsTracer:
