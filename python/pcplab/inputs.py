@@ -230,16 +230,9 @@ def check_output_dir(path: str, option: str) -> Path:
         raise BadInput(f"{option} is empty; give a directory")
     directory = Path(path)
     _make_directory(option, path, directory)
-    try:
+    fd, probe = -1, ""
+    try:  # create and write a probe: a full disk fails the write
         fd, probe = tempfile.mkstemp(prefix=".pcplab-probe-", dir=directory)
-    except OSError as exc:
-        raise _refuse(
-            option,
-            path,
-            f"cannot be written in ({exc.strerror})",
-            "give a writable directory",
-        ) from None
-    try:
         os.write(fd, b"\n")
     except OSError as exc:
         raise _refuse(
@@ -249,8 +242,9 @@ def check_output_dir(path: str, option: str) -> Path:
             "give a writable directory",
         ) from None
     finally:
-        os.close(fd)
-        os.unlink(probe)
+        if fd >= 0:
+            os.close(fd)
+            os.unlink(probe)
     return directory
 
 
