@@ -85,6 +85,15 @@ unsigned long engine_memory_bytes(const struct spec *spec)
 		       (sizeof(struct cpu_stats) + sizeof(struct task));
 }
 
+/* Whether @spec runs more tasks than this process may use CPUs. */
+static bool oversubscribed(const struct spec *spec)
+{
+	cpu_set_t allowed;
+
+	sched_getaffinity(0, sizeof(allowed), &allowed);
+	return spec->tasks > CPU_COUNT(&allowed);
+}
+
 /* The machine the run used: this host. */
 cJSON *engine_machine_json(const struct spec *spec)
 {
@@ -94,6 +103,9 @@ cJSON *engine_machine_json(const struct spec *spec)
 	cJSON_AddNumberToObject(o, "memory_mib", (double)spec->memory_mib);
 	cJSON_AddStringToObject(o, "clock",
 				tsc_usable ? "tsc" : "clock_gettime");
+	/* Oversubscribed: waiters yield, waits include preempted holders. */
+	cJSON_AddStringToObject(o, "lock_wait",
+				oversubscribed(spec) ? "spin-yield" : "mcs");
 	return o;
 }
 
@@ -254,6 +266,7 @@ int engine_run(const struct spec *spec, struct run_result *res, char *err)
 	run.tasks = calloc((size_t)spec->tasks, sizeof(*run.tasks));
 	sched_getaffinity(0, sizeof(run.allowed), &run.allowed);
 	run.nr_allowed = CPU_COUNT(&run.allowed);
+	native_lock_yields = oversubscribed(spec);
 	if (!threads || !run.tasks ||
 	    free_area_init(&zd, 1, spec->tasks, NULL) ||
 	    native_frames_map(

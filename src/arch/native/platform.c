@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sched.h>
 #include <time.h>
 
 #include <pcplab/hostinfo.h>
@@ -115,6 +116,11 @@ void pcp_spin_unlock_slow(pcp_lock_t *lock)
 	__atomic_store_n(&lock->remote_lock, 0, __ATOMIC_RELEASE);
 }
 
+bool native_lock_yields;
+
+/* Spins on a busy lock word between two sched_yield()s when oversubscribed. */
+#define YIELD_AFTER_SPINS 1024
+
 #ifndef __SANITIZE_THREAD__
 static __thread struct ck_spinlock_mcs mcs_nodes[MCS_NEST_MAX];
 static __thread int mcs_depth;
@@ -123,9 +129,29 @@ static void qlock_init(spinlock_t *lock)
 {
 	ck_spinlock_mcs_init(&lock->tail);
 	lock->owner = NULL;
+	lock->waiters = 0;
 }
 
-/* Take the lock; false if it had to wait in the queue. */
+/*
+ * The oversubscribed wait: take the lock word with the MCS trylock (an
+ * uncontended MCS acquisition), spinning on it while it is held and
+ * yielding the CPU every YIELD_AFTER_SPINS spins so that a preempted
+ * holder runs. Not FIFO; see spinlock_t.
+ */
+static void qlock_lock_yielding(spinlock_t *lock, struct ck_spinlock_mcs *node)
+{
+	while (!ck_spinlock_mcs_trylock(&lock->tail, node)) {
+		for (int spins = 0; ck_pr_load_ptr(&lock->tail); spins++) {
+			if (spins == YIELD_AFTER_SPINS) {
+				sched_yield();
+				spins = 0;
+			}
+			ck_pr_stall();
+		}
+	}
+}
+
+/* Take the lock; false if it had to wait. */
 static bool qlock_lock(spinlock_t *lock, u64 *waited)
 {
 	struct ck_spinlock_mcs *node;
@@ -138,7 +164,13 @@ static bool qlock_lock(spinlock_t *lock, u64 *waited)
 		return true;
 	}
 	start = now_ns();
-	ck_spinlock_mcs_lock(&lock->tail, node);
+	if (native_lock_yields) {
+		__atomic_fetch_add(&lock->waiters, 1, __ATOMIC_RELAXED);
+		qlock_lock_yielding(lock, node);
+		__atomic_fetch_sub(&lock->waiters, 1, __ATOMIC_RELAXED);
+	} else {
+		ck_spinlock_mcs_lock(&lock->tail, node);
+	}
 	*waited = now_ns() - start;
 	lock->owner = node;
 	return false;
@@ -153,10 +185,11 @@ static void qlock_unlock(spinlock_t *lock)
 	ck_spinlock_mcs_unlock(&lock->tail, node);
 }
 
-/* Whether another CPU is queued behind the holder of @lock. */
+/* Whether another CPU is queued behind, or spins for, the holder of @lock. */
 bool spin_is_contended(spinlock_t *lock)
 {
-	return ck_pr_load_ptr(&lock->tail) != lock->owner;
+	return ck_pr_load_ptr(&lock->tail) != lock->owner ||
+	       __atomic_load_n(&lock->waiters, __ATOMIC_RELAXED) > 0;
 }
 #else
 static void qlock_init(spinlock_t *lock)

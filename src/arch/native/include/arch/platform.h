@@ -23,7 +23,11 @@ extern __thread int current_cpu;
  * zone->lock and lru_lock: an MCS queued lock (Concurrency Kit), FIFO like
  * the kernel's qspinlock. ThreadSanitizer cannot see Concurrency Kit's
  * atomics, so sanitizer builds use a pthread spinlock (which it
- * understands) and count waiters for spin_is_contended().
+ * understands). With more tasks than CPUs (native_lock_yields) a waiter
+ * spins on the free lock word and yields its CPU after a while instead of
+ * queueing: a kernel spinlock holder cannot be preempted, a thread can, and
+ * a FIFO queue behind a preempted thread stops every CPU (lock-holder and
+ * lock-waiter preemption). @waiters counts the spinners either way.
  */
 typedef struct {
 #ifndef __SANITIZE_THREAD__
@@ -31,8 +35,8 @@ typedef struct {
 	struct ck_spinlock_mcs *owner; /* the holder's queue node */
 #else
 	pthread_spinlock_t plain;
-	int waiters;
 #endif
+	int waiters; /* threads spinning for the lock */
 	u64 acquired_ns; /* when the holder got it */
 	int cls; /* enum lock_class */
 } ____cacheline_aligned spinlock_t;
@@ -40,6 +44,7 @@ typedef struct {
 extern __thread struct cpu_stats *current_stats;
 extern u64 tsc_mult; /* ns per TSC cycle, << 32 */
 extern bool tsc_usable;
+extern bool native_lock_yields; /* more tasks than CPUs: see spinlock_t */
 
 void spin_lock_init(spinlock_t *lock, enum lock_class cls);
 void spin_lock(spinlock_t *lock);
