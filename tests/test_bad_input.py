@@ -160,6 +160,12 @@ CASES: list[tuple[str, str, tuple[str, ...], str]] = [
     ("sweep", "--scheduler", (*SWEEP, "--scheduler", "no where"), "--scheduler"),
     ("sweep", "--json", (*SWEEP, "--json", "/dev/full"), "--json /dev/full"),
     ("sweep", "--csv", (*SWEEP, "--csv", "{tmp}"), "--csv"),
+    ("sweep", "--seeds", (*SWEEP, "--seeds", "1"), "--seeds"),
+    ("sweep", "--seeds", (*SWEEP, "--engine", "native", "--seeds", "3"), "--repeat"),
+    ("sweep", "--seeds", (*SWEEP, "--seeds", "3", "--param", "seed=4"), "seed="),
+    ("sweep", "--repeat", (*SWEEP, "--repeat", "3"), "--seeds N"),
+    ("sweep", "--repeat", (*SWEEP, "--repeat", "101"), "--repeat"),
+    ("sweep", "--format", (*SWEEP, "--format", "csv"), "--format"),
     ("sweep", "--help", ("sweep", "--help=1"), "--help"),
     # compare
     ("compare", "--workload", (*COMPARE, "--workload", "nosuch"), "nosuch"),

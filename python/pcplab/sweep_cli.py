@@ -9,7 +9,9 @@ from typing import Any
 import click
 
 from pcplab import engine, machines
+from pcplab.comparison import FORMATS
 from pcplab.inputs import FLOAT, AsciiIntRange, check_output_file
+from pcplab.repeats import MAX_RUNS, expand, regroup, runs_per_point
 from pcplab.sweep import (
     check_scheduler,
     grid,
@@ -76,6 +78,25 @@ def _step_metrics(result: dict[str, Any]) -> dict[str, Any]:
     "--jobs", type=AsciiIntRange(1), default=1, show_default=True, help="Parallel runs."
 )
 @click.option("--scheduler", metavar="ADDRESS", help="Run on this Dask cluster.")
+@click.option(
+    "--seeds",
+    type=AsciiIntRange(2, MAX_RUNS),
+    metavar="N",
+    help="sim: run every point with seeds 1..N; figures become mean and stddev.",
+)
+@click.option(
+    "--repeat",
+    type=AsciiIntRange(2, MAX_RUNS),
+    metavar="N",
+    help="native, host: run every point N times; mean and stddev.",
+)
+@click.option(
+    "--format",
+    "layout",
+    type=click.Choice(["table", *FORMATS]),
+    help="table: a row per point; lkp: LKP's base ±%stddev %change new; mmtests: "
+    "compare-kernels' Hmean/Amean. Default: lkp with --seeds/--repeat, else table.",
+)
 @click.option("--json", "json_out", metavar="FILE", help="Write the results as JSON.")
 @click.option("--csv", "csv_out", metavar="FILE", help="Write the rows as CSV.")
 def sweep_command(
@@ -88,13 +109,15 @@ def sweep_command(
     scale_max_schedule: str | None,
     jobs: int,
     scheduler: str | None,
+    seeds: int | None,
+    repeat: int | None,
+    layout: str | None,
     json_out: str | None,
     csv_out: str | None,
 ) -> None:
     """Run WORKLOAD at every point of the --param grid; print one row per point."""
     from pcplab.inputs import parse_scale_max_schedule
     from pcplab.report import write_csv
-    from pcplab.summary import format_table
 
     schedule = (
         None
@@ -116,6 +139,8 @@ def sweep_command(
         base["scale_max_schedule"] = schedule
     points = grid(parsed)
     specs = [{**base, **point} for point in points]
+    runs = runs_per_point([s["engine"] for s in specs], seeds, repeat)
+    layout = layout or ("lkp" if runs > 1 else "table")
     if schedule is not None and any(s.get("engine") == "host" for s in specs):
         from pcplab.host.execute import refuse_host_scale_max_schedule
 
@@ -126,17 +151,51 @@ def sweep_command(
         engine.resolve(materialize(spec))
     check_output_file(json_out, "--json")
     check_output_file(csv_out, "--csv")
-    results = run_specs(specs, jobs, scheduler=scheduler, desc="sweep")
+    results = run_specs(
+        expand(specs, runs, seeds is not None), jobs, scheduler=scheduler, desc="sweep"
+    )
+    per_point = regroup(results, runs)
     rows = [
-        {**p, **_metrics(r), **_step_metrics(r)}
-        for p, r in zip(points, results, strict=True)
+        {**p, **({"run": i + 1} if runs > 1 else {}), **_metrics(r), **_step_metrics(r)}
+        for p, group in zip(points, per_point, strict=True)
+        for i, r in enumerate(group)
     ]
     if json_out:
-        data = [{"point": p, "result": r} for p, r in zip(points, results, strict=True)]
+        data = [
+            {"point": p, "run": i + 1, "result": r}
+            for p, group in zip(points, per_point, strict=True)
+            for i, r in enumerate(group)
+        ]
         Path(json_out).write_text(json.dumps(data, indent=1) + "\n")
     if csv_out:
         write_csv(Path(csv_out), rows)
-    headers = list(rows[0]) if rows else []
-    table = [["" if v is None else v for v in row.values()] for row in rows]
-    for line in format_table(headers, table, left=0):
-        click.echo(line)
+    click.echo(_render(layout, points, per_point, rows))
+
+
+def _label(point: dict[str, Any]) -> str:
+    """Name a grid point: "batch=31,kernel=6.6"."""
+    return ",".join(f"{k}={v}" for k, v in point.items()) or "base"
+
+
+def _render(
+    layout: str,
+    points: list[dict[str, Any]],
+    per_point: list[list[dict[str, Any]]],
+    rows: list[dict[str, Any]],
+) -> str:
+    """Return the sweep in LAYOUT: a row per run, or the points compared."""
+    from pcplab.api import Result
+    from pcplab.comparison import METRICS, metric_values, render
+    from pcplab.stats import samples
+    from pcplab.summary import format_table
+
+    if layout == "table":
+        headers = list(rows[0]) if rows else []
+        table = [["" if v is None else v for v in row.values()] for row in rows]
+        return "\n".join(format_table(headers, table, left=0))
+    paths = [m.path for m in METRICS]
+    columns = [
+        samples([metric_values(Result(r).flat()) for r in group], paths)
+        for group in per_point
+    ]
+    return render(layout, [_label(p) for p in points], columns)

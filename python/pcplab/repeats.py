@@ -1,0 +1,53 @@
+"""Several runs of one configuration: seeds for the sim, repeats elsewhere.
+
+The sim is deterministic (one spec and seed, one result, byte for byte), so
+its spread comes from different seeds (`--seeds N`: seeds 1..N); native and
+host runs vary by themselves and are repeated as they are (`--repeat N`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pcplab.errors import BadInput
+
+# The upper bound of --seeds and --repeat: enough for any t-test.
+MAX_RUNS = 100
+
+
+def runs_per_point(
+    engines: Sequence[str], seeds: int | None, repeat: int | None
+) -> int:
+    """Check --seeds/--repeat against the engines; return runs per point."""
+    if seeds is not None and repeat is not None:
+        raise BadInput("--seeds and --repeat are exclusive; give one of them")
+    if seeds is not None and any(e != "sim" for e in engines):
+        raise BadInput(
+            "--seeds varies the sim engine's random seed; native and host runs "
+            "vary by themselves: give --repeat N"
+        )
+    if repeat is not None and "sim" in engines:
+        raise BadInput(
+            "--repeat would rerun the deterministic sim engine to the same "
+            "figures; give --seeds N for its spread"
+        )
+    return seeds or repeat or 1
+
+
+def expand(
+    specs: Sequence[dict[str, Any]], runs: int, seeds: bool
+) -> list[dict[str, Any]]:
+    """Return RUNS copies of every spec in turn (seeds 1..RUNS if SEEDS)."""
+    if seeds and any("seed" in spec for spec in specs):
+        raise BadInput("--seeds sets the seed of every run; drop seed= or --seeds")
+    return [
+        {**spec, "seed": i + 1} if seeds else dict(spec)
+        for spec in specs
+        for i in range(runs)
+    ]
+
+
+def regroup(results: Sequence[Any], runs: int) -> list[list[Any]]:
+    """Cut the results of expand()ed specs back into one list per spec."""
+    return [list(results[i : i + runs]) for i in range(0, len(results), runs)]

@@ -1,0 +1,97 @@
+"""Repeated runs as statistics: mean, spread, %change and Welch's t-test.
+
+A figure of several seeds (sim) or repeats (native, host) is a Sample; two
+Samples give a %change and whether Welch's t-test (unequal variances, as
+mmtests' compare-kernels uses) finds the difference significant.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats as scipy_stats
+
+# Two-sided significance level of the t-test (mmtests' default).
+ALPHA = 0.05
+
+
+@dataclass(frozen=True)
+class Sample:
+    """The values one metric took over n runs (NaN: did not occur)."""
+
+    values: tuple[float, ...]
+
+    @classmethod
+    def of(cls, values: Iterable[float | None]) -> Sample:
+        """Return a Sample; None (a metric the run did not have) becomes NaN."""
+        return cls(tuple(math.nan if v is None else float(v) for v in values))
+
+    @property
+    def n(self) -> int:
+        """Runs that measured the metric."""
+        return int(np.count_nonzero(~np.isnan(self.values)))
+
+    @property
+    def mean(self) -> float:
+        """Arithmetic mean (mmtests' Amean), NaN when no run measured it."""
+        return float(np.nanmean(self.values)) if self.n else math.nan
+
+    @property
+    def hmean(self) -> float:
+        """Harmonic mean (mmtests' Hmean, for rates); NaN unless all > 0."""
+        vals = np.asarray(self.values)
+        vals = vals[~np.isnan(vals)]
+        if not len(vals) or np.any(vals <= 0):
+            return math.nan
+        return float(scipy_stats.hmean(vals))
+
+    @property
+    def std(self) -> float:
+        """Sample standard deviation (n - 1), 0 for one run."""
+        if self.n < 2:
+            return 0.0 if self.n else math.nan
+        return float(np.nanstd(self.values, ddof=1))
+
+    @property
+    def pct_std(self) -> float:
+        """Standard deviation as a % of the mean (LKP's ±%stddev)."""
+        mean = self.mean
+        return 100.0 * self.std / abs(mean) if mean else math.nan
+
+
+def change_pct(base: float, new: float) -> float:
+    """Return new against base in %, NaN where base is 0 or missing."""
+    if not base or math.isnan(base) or math.isnan(new):
+        return math.nan
+    return 100.0 * (new - base) / abs(base)
+
+
+def welch_p(base: Sample, new: Sample) -> float:
+    """Return the two-sided p of Welch's t-test; NaN below two runs a side.
+
+    Two constant samples that differ (a deterministic model, one seed
+    repeated) have no spread to test: p is 0 if the means differ, else 1.
+    """
+    a = [v for v in base.values if not math.isnan(v)]
+    b = [v for v in new.values if not math.isnan(v)]
+    if len(a) < 2 or len(b) < 2:
+        return math.nan
+    if np.std(a) == 0 and np.std(b) == 0:
+        return 0.0 if a[0] != b[0] else 1.0
+    return float(scipy_stats.ttest_ind(a, b, equal_var=False).pvalue)
+
+
+def significant(base: Sample, new: Sample, alpha: float = ALPHA) -> bool:
+    """Whether Welch's t-test rejects equal means at ALPHA."""
+    p = welch_p(base, new)
+    return not math.isnan(p) and p < alpha
+
+
+def samples(
+    runs: Sequence[dict[str, float | None]], metrics: Sequence[str]
+) -> dict[str, Sample]:
+    """Return a Sample per metric from flat rows of repeated runs."""
+    return {m: Sample.of(run.get(m) for run in runs) for m in metrics}
