@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pcplab.funclatency import format_funclatency
+from pcplab.locktable import format_rows, model_rows
 
 NA = "n/a"
 HISTOGRAMS = ("rmqueue_bulk", "free_pcppages_bulk")
@@ -196,6 +197,10 @@ def format_summary(result: Mapping[str, Any]) -> str:
     ]
     sections += [_histogram(name, latency.get(name)) for name in HISTOGRAMS]
     sections += [
+        [
+            "lock contention (as perf lock contention shows it; the model's waits):",
+            *format_rows(model_rows(result)),
+        ],
         ["lock hold time (ns):", *_lock_hold(result)],
         ["pcp:", *_mapping_table(result.get("pcp"))],
         ["vmstat:", *_mapping_table(result.get("vmstat"))],

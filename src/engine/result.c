@@ -19,6 +19,27 @@ static const char *const lock_names[NR_LOCK_CLASSES] = {
 	"mmap_lock", "xfree_lock", "test_lock",
 };
 
+/* Add @from's per-caller waits into @to's (one caller: one __func__). */
+static void merge_callers(struct lock_stat *to, const struct lock_stat *from)
+{
+	for (int i = 0; i < LOCK_CALLERS_MAX && from->callers[i].caller; i++) {
+		const struct lock_caller_stat *c = &from->callers[i];
+
+		for (int j = 0; j < LOCK_CALLERS_MAX; j++) {
+			struct lock_caller_stat *t = &to->callers[j];
+
+			if (t->caller && strcmp(t->caller, c->caller))
+				continue;
+			t->caller = c->caller;
+			t->contended += c->contended;
+			t->wait_ns += c->wait_ns;
+			if (c->max_wait_ns > t->max_wait_ns)
+				t->max_wait_ns = c->max_wait_ns;
+			break;
+		}
+	}
+}
+
 /* Sum every CPU's statistics into @total. */
 void merge_cpu_stats(struct cpu_stats *total)
 {
@@ -34,6 +55,7 @@ void merge_cpu_stats(struct cpu_stats *total)
 			total->lock[i].wait_ns += s->lock[i].wait_ns;
 			hist_merge(&total->lock[i].hold_ns,
 				   &s->lock[i].hold_ns);
+			merge_callers(&total->lock[i], &s->lock[i]);
 		}
 		for (int i = 0; i < NR_LATENCY_ITEMS; i++)
 			hist_merge(&total->latency[i], &s->latency[i]);
@@ -172,6 +194,42 @@ static double pct(u64 part, double whole)
 	return whole > 0 ? 100.0 * (double)part / whole : 0;
 }
 
+/*
+ * A lock's waits by caller, most total wait first: the rows of
+ * `perf lock contention` (contended, total wait, max wait, avg wait).
+ */
+static cJSON *callers_json(const struct lock_stat *st)
+{
+	const struct lock_caller_stat *order[LOCK_CALLERS_MAX];
+	cJSON *list = cJSON_CreateArray();
+	int n = 0;
+
+	for (int i = 0; i < LOCK_CALLERS_MAX && st->callers[i].caller; i++) {
+		int j = n++;
+
+		for (; j > 0 && order[j - 1]->wait_ns < st->callers[i].wait_ns;
+		     j--)
+			order[j] = order[j - 1];
+		order[j] = &st->callers[i];
+	}
+	for (int i = 0; i < n; i++) {
+		cJSON *c = cJSON_CreateObject();
+
+		cJSON_AddStringToObject(c, "caller", order[i]->caller);
+		cJSON_AddNumberToObject(c, "contended",
+					(double)order[i]->contended);
+		cJSON_AddNumberToObject(c, "total_wait_ns",
+					(double)order[i]->wait_ns);
+		cJSON_AddNumberToObject(c, "max_wait_ns",
+					(double)order[i]->max_wait_ns);
+		cJSON_AddNumberToObject(c, "avg_wait_ns",
+					(double)order[i]->wait_ns /
+						(double)order[i]->contended);
+		cJSON_AddItemToArray(list, c);
+	}
+	return list;
+}
+
 static void add_contention(cJSON *root, const struct spec *s,
 			   const struct run_result *r)
 {
@@ -201,6 +259,7 @@ static void add_contention(cJSON *root, const struct spec *s,
 					(double)t->lock[i].contended);
 		cJSON_AddNumberToObject(l, "wait_ns",
 					(double)t->lock[i].wait_ns);
+		cJSON_AddItemToObject(l, "callers", callers_json(&t->lock[i]));
 	}
 }
 

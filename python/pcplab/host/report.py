@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pcplab.funclatency import format_funclatency
+from pcplab.locktable import format_rows, format_time, host_rows
 from pcplab.summary import INDENT, format_summary, format_table, format_value
 
 VMSTAT_SHOWN = 12  # the largest vmstat deltas shown in a summary
@@ -111,31 +112,13 @@ def _lock_contention(result: Mapping[str, Any]) -> list[str]:
             subsequent_indent=INDENT,
         ),
     ]
-    headers = ["caller", "lock", "contended", "total wait ns", "max ns", "avg ns"]
-    rows = [
-        [
-            c["caller"],
-            c["lock"] or c["type"],
-            c["contended"],
-            c["total_wait_ns"],
-            c["max_wait_ns"],
-            c["avg_wait_ns"],
-        ]
-        for c in locks["callers"][:LOCK_ROWS_SHOWN]
-    ]
     totals = locks["totals"]
-    rows += [
-        [
-            f"(all {name})",
-            "",
-            totals[name]["contended"],
-            totals[name]["total_wait_ns"],
-            None,
-            None,
-        ]
+    lines += [
+        f"{INDENT}all {name}: {totals[name]['contended']} contended, "
+        f"{format_time(totals[name]['total_wait_ns'])} total wait"
         for name in ("zone_lock", "lru_lock", "spinlock")
     ]
-    return lines + format_table(headers, rows, left=2)
+    return lines + format_rows(host_rows(result), LOCK_ROWS_SHOWN)
 
 
 def format_host_summary(result: Mapping[str, Any]) -> str:

@@ -232,18 +232,17 @@ void spin_lock_init(spinlock_t *lock, enum lock_class cls)
 }
 
 /*
- * Take @lock (spin_lock_irqsave in the kernel). Time spent queued is the
- * lock's contention, as LKP counts cycles in the queued-spinlock slowpath.
+ * Take @lock (spin_lock_irqsave in the kernel) for @caller. Time spent
+ * queued is the lock's contention, as LKP counts cycles in the
+ * queued-spinlock slowpath, and @caller's, as perf lock contention shows.
  */
-void spin_lock(spinlock_t *lock)
+void spin_lock_caller(spinlock_t *lock, const char *caller)
 {
 	struct lock_stat *st = &this_cpu_stats()->lock[lock->cls];
 	u64 waited = 0;
 
-	if (!qlock_lock(lock, &waited)) {
-		st->wait_ns += waited;
-		st->contended++;
-	}
+	if (!qlock_lock(lock, &waited))
+		lock_stat_waited(st, caller, waited);
 	lock->acquired_ns = now_ns();
 	st->acquisitions++;
 }

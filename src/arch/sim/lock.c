@@ -76,8 +76,11 @@ static void steal_while_spun(struct vcpu *me, spinlock_t *lock, bool waited)
 	me->stolen = steal;
 }
 
-/* Take @lock at the running CPU's time, waiting in FIFO order if held. */
-void spin_lock(spinlock_t *lock)
+/*
+ * Take @lock at the running CPU's time, waiting in FIFO order if held;
+ * @caller (the spin_lock() site) is charged with the wait.
+ */
+void spin_lock_caller(spinlock_t *lock, const char *caller)
 {
 	struct vcpu *me = sim_current();
 	struct lock_stat *st = &this_cpu_stats()->lock[lock->cls];
@@ -89,8 +92,7 @@ void spin_lock(spinlock_t *lock)
 		u64 got =
 			lock->released + line_xfer(lock->last_cpu, me->hot.id);
 
-		st->wait_ns += (got - me->hot.clock) / 1000;
-		st->contended++;
+		lock_stat_waited(st, caller, (got - me->hot.clock) / 1000);
 		me->hot.clock = got;
 		lock->owner = me;
 	} else if (!lock->owner) {
@@ -107,8 +109,8 @@ void spin_lock(spinlock_t *lock)
 		lock->nr_waiters++;
 		sim_block();
 		/* the releaser made us the owner and set our clock */
-		st->wait_ns += (me->hot.clock - me->wait_from) / 1000;
-		st->contended++;
+		lock_stat_waited(st, caller,
+				 (me->hot.clock - me->wait_from) / 1000);
 	}
 	/*
 	 * The critical section starts by pulling the protected data's lines

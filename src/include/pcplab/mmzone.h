@@ -170,12 +170,50 @@ enum pcp_stat_item {
 	NR_PCP_STAT_ITEMS
 };
 
+/*
+ * The waits of one spin_lock() call site, as `perf lock contention` groups
+ * the kernel's: by caller (the function that took the lock).
+ */
+struct lock_caller_stat {
+	const char *caller; /* its __func__; NULL: a free slot */
+	u64 contended;
+	u64 wait_ns;
+	u64 max_wait_ns;
+};
+
+/* Call sites per lock class: the model takes each lock in at most four. */
+#define LOCK_CALLERS_MAX 6
+
 struct lock_stat {
 	u64 acquisitions;
 	u64 contended; /* acquisitions that had to wait */
 	u64 wait_ns; /* time spent spinning */
 	struct hist hold_ns; /* hold times */
+	struct lock_caller_stat callers[LOCK_CALLERS_MAX];
 };
+
+/*
+ * Account a wait of @wait_ns for a lock that @caller took. Callers past
+ * LOCK_CALLERS_MAX are counted in the lock's totals only.
+ */
+static inline void lock_stat_waited(struct lock_stat *st, const char *caller,
+				    u64 wait_ns)
+{
+	st->wait_ns += wait_ns;
+	st->contended++;
+	for (int i = 0; i < LOCK_CALLERS_MAX; i++) {
+		struct lock_caller_stat *c = &st->callers[i];
+
+		if (c->caller && c->caller != caller)
+			continue;
+		c->caller = caller;
+		c->contended++;
+		c->wait_ns += wait_ns;
+		if (wait_ns > c->max_wait_ns)
+			c->max_wait_ns = wait_ns;
+		return;
+	}
+}
 
 enum latency_item {
 	LAT_RMQUEUE_BULK,
