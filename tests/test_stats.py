@@ -119,3 +119,20 @@ def test_sweep_with_seeds_prints_lkp_and_mmtests(pcplab, tmp_path):
         proc.stdout.startswith(" ")
         and "\nHmean     throughput.ops_per_s" in proc.stdout
     )
+
+
+def test_run_with_seeds_reports_mean_and_stddev(pcplab, tmp_path):
+    """`run --seeds 3`: every run kept, and the statistics are theirs."""
+    out = tmp_path / "runs.json"
+    args = ("run", "--engine", "sim", "--machine", "haswell-desktop")
+    args = (*args, "--workload", "page_fault1", "--duration", "0.1", "--seeds", "3")
+    proc = pcplab(*args, "--output", out)
+    assert proc.returncode == 0, proc.stderr
+    assert "3 runs (seeds 1..3): mean ±%stddev" in proc.stdout
+    data = __import__("json").loads(out.read_text())
+    scores = [r["throughput"]["ops_per_s"] for r in data["runs"]]
+    assert [r["spec"]["seed"] for r in data["runs"]] == [1, 2, 3]
+    stat = data["statistics"][RATE]
+    assert stat["n"] == 3
+    assert stat["mean"] == pytest.approx(sum(scores) / 3)
+    assert stat["stddev"] == pytest.approx(Sample.of(scores).std)

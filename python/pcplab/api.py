@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pcplab import sweep
+from pcplab.results import flatten
 
 # The result sections of docs/engine-protocol.md whose entries are metrics.
 METRIC_SECTIONS = ("latency_ns", "lock_hold_ns")
@@ -43,17 +44,7 @@ class Result(Mapping[str, Any]):
 
     def flat(self) -> dict[str, Any]:
         """Return every scalar field keyed by its dotted path (lists left out)."""
-        out: dict[str, Any] = {}
-
-        def walk(prefix: str, value: Any) -> None:
-            if isinstance(value, dict):
-                for key, item in value.items():
-                    walk(f"{prefix}.{key}" if prefix else key, item)
-            elif not isinstance(value, list):
-                out[prefix] = value
-
-        walk("", self.data)
-        return out
+        return flatten(self.data)
 
     def metrics(self) -> list[dict[str, Any]]:
         """Return one row per latency and lock-hold metric (METRIC_COLUMNS)."""

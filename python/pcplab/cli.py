@@ -27,6 +27,8 @@ from pcplab.inputs import (
     parse_scale_max_schedule,
 )
 from pcplab.memguard import check_memory, mem_available_bytes
+from pcplab.repeat_cli import emit_repeated, repeat_options
+from pcplab.repeats import run_repeated, runs_per_point
 from pcplab.reproduce import reference_option, reproduce_command
 from pcplab.summary import format_summary, format_table
 from pcplab.sweep_cli import sweep_command
@@ -329,6 +331,7 @@ def pagesets(
     help="--engine host: lock contention of the measured phase with perf lock "
     "(root), or off; default perf where permitted, else off with the reason.",
 )
+@repeat_options
 @click.option("--json", "as_json", is_flag=True, help="Print the result JSON.")
 @click.option("--output", metavar="FILE", help="Also write the result JSON to FILE.")
 def run(
@@ -354,10 +357,13 @@ def run(
     nodes: str | None,
     placement: str | None,
     lock_stats: str | None,
+    seeds: int | None,
+    repeat: int | None,
     as_json: bool,
     output: str | None,
 ) -> None:
     """Run a workload on an engine and report throughput, contention, latency."""
+    runs = runs_per_point([engine_name], seeds, repeat)
     if high is not None and high_fraction is not None:
         raise BadInput(
             "--high and --high-fraction exclude each other; give one of them"
@@ -418,14 +424,19 @@ def run(
                 f"--nodes {nodes} names node {', '.join(map(str, repeated))} "
                 "more than once; give each node once, e.g. --nodes 0,1"
             )
+    if engine_name != "host":  # the host engine checks its own memory
+        resolved = engine.resolve(spec)
+        needed = resolved.get("memory_bytes")
+        if isinstance(needed, bool) or not isinstance(needed, (int, float)):
+            raise EngineError("the engine's resolve reply has no number memory_bytes")
+        check_memory(int(needed), mem_available_bytes())
+    if runs > 1:
+        results = run_repeated(spec, runs, seeds is not None, lock_stats)
+        emit_repeated(results, as_json, output)
+        return
     if engine_name == "host":  # the running kernel: python/pcplab/host
         run_on_host(spec, as_json=as_json, output=output, lock_stats=lock_stats)
         return
-    resolved = engine.resolve(spec)
-    needed = resolved.get("memory_bytes")
-    if isinstance(needed, bool) or not isinstance(needed, (int, float)):
-        raise EngineError("the engine's resolve reply has no number memory_bytes")
-    check_memory(int(needed), mem_available_bytes())
     violation = None
     try:
         result = engine.run(spec)

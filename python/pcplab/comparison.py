@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pcplab.results import flatten
 from pcplab.stats import ALPHA, Sample, change_pct, significant
 
 RATE, TIME, PERCENT = "rate", "time", "percent"
@@ -94,10 +95,10 @@ def _runs_note(columns: Sequence[dict[str, Sample]]) -> str:
     """Say how many runs each column averages and what the star means."""
     ns = sorted({s.n for c in columns for s in c.values() if s.n})
     runs = "/".join(map(str, ns)) or "0"
-    return (
-        f"n = {runs} runs per column; * Welch's t-test against the first "
-        f"column, p < {ALPHA:g}"
-    )
+    note = f"n = {runs} runs per column (metrics differ where a call never ran)"
+    if len(columns) > 1:
+        note += f"; * Welch's t-test against the first column, p < {ALPHA:g}"
+    return note
 
 
 def lkp(labels: Sequence[str], columns: Sequence[dict[str, Sample]]) -> str:
@@ -161,6 +162,28 @@ def mmtests(labels: Sequence[str], columns: Sequence[dict[str, Sample]]) -> str:
         )
     note = _runs_note(columns) + "; + is better (Hmean of rates, Amean of times)"
     return "\n".join(lines) + "\n\n" + note
+
+
+def columns_of(groups: Sequence[Sequence[dict[str, Any]]]) -> list[dict[str, Sample]]:
+    """Return a comparison column (a Sample per metric) per group of results."""
+    paths = [m.path for m in METRICS]
+    out = []
+    for group in groups:
+        values = [metric_values(flatten(r)) for r in group]
+        out.append({path: Sample.of(v[path] for v in values) for path in paths})
+    return out
+
+
+def statistics(column: dict[str, Sample]) -> dict[str, dict[str, float | None]]:
+    """Return mean, stddev and n of each metric, JSON-ready (NaN as null)."""
+
+    def number(x: float) -> float | None:
+        return None if math.isnan(x) else x
+
+    return {
+        path: {"mean": number(s.mean), "stddev": number(s.std), "n": s.n}
+        for path, s in column.items()
+    }
 
 
 def render(

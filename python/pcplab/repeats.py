@@ -40,7 +40,10 @@ def expand(
 ) -> list[dict[str, Any]]:
     """Return RUNS copies of every spec in turn (seeds 1..RUNS if SEEDS)."""
     if seeds and any("seed" in spec for spec in specs):
-        raise BadInput("--seeds sets the seed of every run; drop seed= or --seeds")
+        raise BadInput(
+            "--seeds sets the seed of every run to 1..N; drop the seed "
+            "(seed=, --seed) or --seeds"
+        )
     return [
         {**spec, "seed": i + 1} if seeds else dict(spec)
         for spec in specs
@@ -51,3 +54,20 @@ def expand(
 def regroup(results: Sequence[Any], runs: int) -> list[list[Any]]:
     """Cut the results of expand()ed specs back into one list per spec."""
     return [list(results[i : i + runs]) for i in range(0, len(results), runs)]
+
+
+def run_repeated(
+    spec: dict[str, Any], runs: int, seeds: bool, lock_stats: str | None = None
+) -> list[dict[str, Any]]:
+    """Run SPEC RUNS times (seeds 1..RUNS if SEEDS), one after another."""
+    from pcplab import sweep
+
+    results = []
+    for one in expand([spec], runs, seeds):
+        if one.get("engine") == "host":
+            from pcplab.host.execute import execute_run
+
+            results.append(execute_run(one, lock_stats=lock_stats))
+        else:
+            results.append(sweep.run_one(one))
+    return results

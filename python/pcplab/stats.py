@@ -8,7 +8,7 @@ mmtests' compare-kernels uses) finds the difference significant.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -88,10 +88,3 @@ def significant(base: Sample, new: Sample, alpha: float = ALPHA) -> bool:
     """Whether Welch's t-test rejects equal means at ALPHA."""
     p = welch_p(base, new)
     return not math.isnan(p) and p < alpha
-
-
-def samples(
-    runs: Sequence[dict[str, float | None]], metrics: Sequence[str]
-) -> dict[str, Sample]:
-    """Return a Sample per metric from flat rows of repeated runs."""
-    return {m: Sample.of(run.get(m) for run in runs) for m in metrics}

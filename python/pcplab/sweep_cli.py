@@ -11,7 +11,8 @@ import click
 from pcplab import engine, machines
 from pcplab.comparison import FORMATS
 from pcplab.inputs import FLOAT, AsciiIntRange, check_output_file
-from pcplab.repeats import MAX_RUNS, expand, regroup, runs_per_point
+from pcplab.repeat_cli import repeat_options
+from pcplab.repeats import expand, regroup, runs_per_point
 from pcplab.sweep import (
     check_scheduler,
     grid,
@@ -23,9 +24,9 @@ from pcplab.sweep import (
 
 def _metrics(result: dict[str, Any]) -> dict[str, Any]:
     """Return the headline figures of one run as a flat row."""
-    from pcplab.api import Result
+    from pcplab.results import flatten
 
-    flat = Result(result).flat()
+    flat = flatten(result)
     keep = (
         "throughput.ops_per_s",
         "throughput.pages_per_s",
@@ -78,18 +79,7 @@ def _step_metrics(result: dict[str, Any]) -> dict[str, Any]:
     "--jobs", type=AsciiIntRange(1), default=1, show_default=True, help="Parallel runs."
 )
 @click.option("--scheduler", metavar="ADDRESS", help="Run on this Dask cluster.")
-@click.option(
-    "--seeds",
-    type=AsciiIntRange(2, MAX_RUNS),
-    metavar="N",
-    help="sim: run every point with seeds 1..N; figures become mean and stddev.",
-)
-@click.option(
-    "--repeat",
-    type=AsciiIntRange(2, MAX_RUNS),
-    metavar="N",
-    help="native, host: run every point N times; mean and stddev.",
-)
+@repeat_options
 @click.option(
     "--format",
     "layout",
@@ -184,18 +174,11 @@ def _render(
     rows: list[dict[str, Any]],
 ) -> str:
     """Return the sweep in LAYOUT: a row per run, or the points compared."""
-    from pcplab.api import Result
-    from pcplab.comparison import METRICS, metric_values, render
-    from pcplab.stats import samples
+    from pcplab.comparison import columns_of, render
     from pcplab.summary import format_table
 
     if layout == "table":
         headers = list(rows[0]) if rows else []
         table = [["" if v is None else v for v in row.values()] for row in rows]
         return "\n".join(format_table(headers, table, left=0))
-    paths = [m.path for m in METRICS]
-    columns = [
-        samples([metric_values(Result(r).flat()) for r in group], paths)
-        for group in per_point
-    ]
-    return render(layout, [_label(p) for p in points], columns)
+    return render(layout, [_label(p) for p in points], columns_of(per_point))
