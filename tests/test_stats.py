@@ -136,3 +136,21 @@ def test_run_with_seeds_reports_mean_and_stddev(pcplab, tmp_path):
     assert stat["n"] == 3
     assert stat["mean"] == pytest.approx(sum(scores) / 3)
     assert stat["stddev"] == pytest.approx(Sample.of(scores).std)
+
+
+def test_compare_two_model_configurations(pcplab, tmp_path):
+    """`compare --base batch=31 --new batch=511 --seeds 3`: LKP's table, all runs."""
+    out = tmp_path / "cmp.json"
+    args = ("compare", "--workload", "page_fault1", "--machine", "haswell-desktop")
+    args = (*args, "--duration", "0.1", "--base", "batch=31", "--new", "batch=511")
+    proc = pcplab(*args, "--seeds", "3", "--output", out)
+    assert proc.returncode == 0, proc.stderr
+    assert "%change" in proc.stdout and "base batch=31, new batch=511" in proc.stdout
+    data = __import__("json").loads(out.read_text())
+    assert [r["spec"]["batch"] for r in data["new"]["runs"]] == [511] * 3
+    assert [r["spec"]["seed"] for r in data["base"]["runs"]] == [1, 2, 3]
+    hold = "lock_hold_ns.zone_lock.avg"
+    assert (
+        data["new"]["statistics"][hold]["mean"]
+        > data["base"]["statistics"][hold]["mean"]
+    )

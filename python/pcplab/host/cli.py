@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from pcplab import engine
+from pcplab.comparison import FORMATS
 from pcplab.errors import BadInput
 from pcplab.host import lockstat, procfs, report, runner, sweep, sysctl, trace
 from pcplab.host.execute import execute_run, guard, refuse_host_scale_max_schedule
@@ -25,6 +26,7 @@ from pcplab.inputs import (
     AsciiIntRange,
     check_output_file,
 )
+from pcplab.repeat_cli import repeat_options
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 88}
 MODEL_ENGINES = ("native", "sim")
@@ -441,15 +443,88 @@ def compare_rows(
     return rows
 
 
+COMPARE_EPILOG = """\b
+Examples:
+  pcplab compare --workload page_fault1 --tasks 8
+      this kernel and the native model, side by side with their ratio
+  pcplab compare --workload page_fault1 --machine skylake-ex \\
+      --base batch=31 --new batch=63 --seeds 5
+      the 2018 question on the model: LKP's %change, * where significant
+  pcplab compare --workload page_fault1 --machine broadwell-ep \\
+      --base kernel=6.6 --new kernel=6.19 --seeds 3 --format mmtests
+"""
+
+
+def _compare_models(
+    ctx: click.Context,
+    workload: str,
+    tasks: int | None,
+    model: str | None,
+    machine: str | None,
+    base: tuple[str, ...],
+    new: tuple[str, ...],
+    seeds: int | None,
+    repeat: int | None,
+    layout: str,
+) -> None:
+    """`compare --base --new`: two model configurations, LKP or mmtests layout."""
+    from pcplab import machines
+    from pcplab.model_compare import compare_models, parse_keys
+    from pcplab.repeats import runs_per_point
+
+    p = ctx.params
+    for name in ("trace_method", "trace_seconds", "burst_gap_ns", "lock_stats"):
+        if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT:
+            raise BadInput(
+                f"--{name.replace('_', '-').replace('-method', '')} measures this "
+                "kernel; --base/--new compare two model runs: drop it"
+            )
+    model = model or ("sim" if machine is not None else "native")
+    if (model == "sim") != (machine is not None):
+        raise BadInput("--machine goes with the sim model (and sim needs it)")
+    common: dict[str, Any] = {"engine": model, "workload": workload}
+    if machine is not None:
+        machines.load_profile(machine)  # refuse an unknown profile early
+        common["machine"] = machine
+    optional = {
+        "tasks": tasks,
+        "duration_s": p["duration"],
+        "warmup_s": p["warmup"],
+        "size_mib": p["size_mib"],
+    }
+    common.update({k: v for k, v in optional.items() if v is not None})
+    if p["scale_max_schedule"] is not None:
+        from pcplab.inputs import parse_scale_max_schedule
+
+        common["scale_max_schedule"] = parse_scale_max_schedule(p["scale_max_schedule"])
+    runs = runs_per_point([model], seeds, repeat)
+    _check_output(p["output"])
+    data, text = compare_models(
+        common,
+        parse_keys(base, "--base"),
+        parse_keys(new, "--new"),
+        runs,
+        seeds is not None,
+        layout,
+    )
+    _emit(data, p["as_json"], text, p["output"])
+
+
 @click.command(
     "compare",
     context_settings=CONTEXT,
-    short_help="The host engine and the model side by side.",
+    short_help="This kernel beside the model, or two model configurations.",
+    epilog=COMPARE_EPILOG,
 )
 @click.option(
     "--workload", required=True, metavar="W", help="Workload, e.g. page_fault1."
 )
-@click.option("--tasks", type=INT, required=True, metavar="N", help="Tasks.")
+@click.option(
+    "--tasks",
+    type=INT,
+    metavar="N",
+    help="Tasks (the host needs it; sim: one per CPU).",
+)
 @click.option("--duration", type=FLOAT, metavar="S", help="Measured seconds.")
 @click.option("--warmup", type=FLOAT, metavar="S", help="Seconds run before measuring.")
 @click.option("--size-mib", type=INT, metavar="M", help="Per-task mapping size.")
@@ -470,10 +545,28 @@ def compare_rows(
     "phase of both runs; refused while the host engine cannot change the "
     "kernel's vm.pcp_batch_scale_max (mainline kernels have none).",
 )
+@click.option(
+    "--base",
+    multiple=True,
+    metavar="KEY=V",
+    help="Compare two model configurations instead: the base's spec keys.",
+)
+@click.option("--new", multiple=True, metavar="KEY=V", help="The new one's spec keys.")
+@repeat_options
+@click.option(
+    "--format",
+    "layout",
+    type=click.Choice(FORMATS),
+    default="lkp",
+    show_default=True,
+    help="Layout of --base/--new: LKP's or mmtests' compare-kernels.",
+)
 @_trace_options
 @lock_stats_option
 @_output_options
+@click.pass_context
 def compare(
+    ctx: click.Context,
     workload: str,
     tasks: int,
     duration: float | None,
@@ -486,10 +579,31 @@ def compare(
     trace_seconds: float,
     burst_gap_ns: int,
     lock_stats: str | None,
+    base: tuple[str, ...],
+    new: tuple[str, ...],
+    seeds: int | None,
+    repeat: int | None,
+    layout: str,
     as_json: bool,
     output: str | None,
 ) -> None:
-    """Run the workload on this kernel and on the model; print both and the ratio."""
+    """Run the workload on this kernel and on the model; print both and the ratio.
+
+    With --base and --new: run two configurations of the model instead, and
+    print each metric's %change with Welch's t-test over --seeds/--repeat.
+    """
+    if base or new:
+        _compare_models(
+            ctx, workload, tasks, model, machine, base, new, seeds, repeat, layout
+        )
+        return
+    if tasks is None:
+        raise BadInput("--tasks is required to run this kernel; give --tasks N")
+    if seeds is not None or repeat is not None or layout != "lkp":
+        raise BadInput(
+            "--seeds, --repeat and --format go with --base/--new (two model "
+            "configurations); drop them, or give --base and --new"
+        )
     if scale_max_schedule is not None:
         from pcplab.inputs import parse_scale_max_schedule
 
