@@ -1,5 +1,9 @@
 """Repeated runs as statistics: mean, spread, %change and Welch's t-test.
 
+Means and spreads come from the standard library's statistics module (a
+handful of runs needs no arrays); the t-test from scipy.stats, imported
+only when a comparison asks for it, so the command line starts quickly.
+
 A figure of several seeds (sim) or repeats (native, host) is a Sample; two
 Samples give a %change and whether Welch's t-test (unequal variances, as
 mmtests' compare-kernels uses) finds the difference significant.
@@ -8,11 +12,9 @@ mmtests' compare-kernels uses) finds the difference significant.
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
-
-import numpy as np
-from scipy import stats as scipy_stats
 
 # Two-sided significance level of the t-test (mmtests' default).
 ALPHA = 0.05
@@ -30,30 +32,34 @@ class Sample:
         return cls(tuple(math.nan if v is None else float(v) for v in values))
 
     @property
+    def measured(self) -> list[float]:
+        """The values of the runs that measured the metric."""
+        return [v for v in self.values if not math.isnan(v)]
+
+    @property
     def n(self) -> int:
         """Runs that measured the metric."""
-        return int(np.count_nonzero(~np.isnan(self.values)))
+        return len(self.measured)
 
     @property
     def mean(self) -> float:
         """Arithmetic mean (mmtests' Amean), NaN when no run measured it."""
-        return float(np.nanmean(self.values)) if self.n else math.nan
+        return statistics.fmean(self.measured) if self.n else math.nan
 
     @property
     def hmean(self) -> float:
         """Harmonic mean (mmtests' Hmean, for rates); NaN unless all > 0."""
-        vals = np.asarray(self.values)
-        vals = vals[~np.isnan(vals)]
-        if not len(vals) or np.any(vals <= 0):
+        vals = self.measured
+        if not vals or min(vals) <= 0:
             return math.nan
-        return float(scipy_stats.hmean(vals))
+        return statistics.harmonic_mean(vals)
 
     @property
     def std(self) -> float:
         """Sample standard deviation (n - 1), 0 for one run."""
         if self.n < 2:
             return 0.0 if self.n else math.nan
-        return float(np.nanstd(self.values, ddof=1))
+        return statistics.stdev(self.measured)
 
     @property
     def pct_std(self) -> float:
@@ -75,11 +81,12 @@ def welch_p(base: Sample, new: Sample) -> float:
     Two constant samples that differ (a deterministic model, one seed
     repeated) have no spread to test: p is 0 if the means differ, else 1.
     """
-    a = [v for v in base.values if not math.isnan(v)]
-    b = [v for v in new.values if not math.isnan(v)]
+    from scipy import stats as scipy_stats  # loaded when a test is wanted
+
+    a, b = base.measured, new.measured
     if len(a) < 2 or len(b) < 2:
         return math.nan
-    if np.std(a) == 0 and np.std(b) == 0:
+    if max(a) == min(a) and max(b) == min(b):
         return 0.0 if a[0] != b[0] else 1.0
     return float(scipy_stats.ttest_ind(a, b, equal_var=False).pvalue)
 
