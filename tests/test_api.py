@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -38,17 +39,24 @@ def test_run_to_dataframe() -> None:
     assert list(zip(df["section"], df["name"], strict=True)) == expected
     for row in df.itertuples():
         stats = result[row.section][row.name]
-        assert (row.count, row.avg, row.p99, row.max) == (
-            stats["count"],
-            stats["avg"],
-            stats["p99"],
-            stats["max"],
-        )
+        assert row.count == stats["count"]
+        if not stats["count"]:  # never called: NaN, not 0 ns
+            assert all(math.isnan(x) for x in (row.avg, row.p99, row.max))
+            continue
+        assert (row.avg, row.p99, row.max) == (stats["avg"], stats["p99"], stats["max"])
     flat = result.to_dataframe(flat=True)
     assert len(flat) == 1
     ops = result["throughput"]["ops_per_s"]
     assert flat.loc[0, "throughput.ops_per_s"] == pytest.approx(ops)
     assert flat.loc[0, "spec.batch"] == 63
+
+
+def test_api_errors_carry_no_command_line_prefix() -> None:
+    """A Python caller gets the message; only the CLI prints "pcplab: ..."."""
+    with pytest.raises(lab.BadInput) as caught:
+        lab.run({**SPEC, "batch": 0})
+    assert str(caught.value).startswith("batch 0 is out of range")
+    assert caught.value.line.startswith("pcplab: error: batch 0")
 
 
 def test_run_is_deterministic_and_matches_cli(pcplab, tmp_path: Path) -> None:

@@ -8,5 +8,19 @@ except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0+unknown"
 
 from pcplab.api import Result, run  # noqa: E402  (the Python API)
+from pcplab.errors import (  # noqa: E402  (what the API raises)
+    BadInput,
+    EngineError,
+    InvariantViolation,
+    PcplabError,
+)
 
-__all__ = ["Result", "run", "__version__"]
+__all__ = [
+    "BadInput",
+    "EngineError",
+    "InvariantViolation",
+    "PcplabError",
+    "Result",
+    "run",
+    "__version__",
+]

@@ -47,7 +47,11 @@ class Result(Mapping[str, Any]):
         return flatten(self.data)
 
     def metrics(self) -> list[dict[str, Any]]:
-        """Return one row per latency and lock-hold metric (METRIC_COLUMNS)."""
+        """Return one row per latency and lock-hold metric (METRIC_COLUMNS).
+
+        A function that was never called has count 0 and no avg, p50, p99
+        or max (None; NaN in the DataFrame), not 0 ns.
+        """
         rows = []
         for section in METRIC_SECTIONS:
             for name, stats in (self.data.get(section) or {}).items():
@@ -55,6 +59,8 @@ class Result(Mapping[str, Any]):
                     continue
                 row = {"section": section, "name": name}
                 row.update({k: stats.get(k) for k in METRIC_COLUMNS[2:]})
+                if not stats.get("count"):  # never called: no figure, not 0 ns
+                    row.update({k: None for k in METRIC_COLUMNS[4:]})
                 rows.append(row)
         return rows
 

@@ -22,8 +22,14 @@ class BadInput(PcplabError):
 
     @classmethod
     def relayed(cls, line: str) -> BadInput:
-        """Wrap the engine's own bad-input line, which is printed unchanged."""
-        return cls(line, prefix="")
+        """Wrap the engine's own bad-input line, which is printed unchanged.
+
+        The exception's message is the line without the engine's "pcplab: "
+        prefix, like every other exception a Python caller sees.
+        """
+        exc = cls(line.removeprefix("pcplab: ").removeprefix("error: "))
+        exc.line = line
+        return exc
 
 
 class EngineError(PcplabError):
