@@ -38,6 +38,9 @@ MANUAL = ("pagesets", "--managed-pages", "1000", "--low-wmark", "10", "--cpus", 
 FULL_WIDTH_4 = "\uff14"  # '４', which Python's int() takes for 4
 ARABIC_4 = "\u0664"  # '٤'
 
+TUNE = ("tune", "--machine", "skylake-ex", "--workload", "page_fault1")
+TUNE = (*TUNE, "--budget", "rmqueue_bulk.p99=1ms", "--duration", "3600")
+
 # (command, option or ARGUMENT, argv, what the line must name). "{tmp}" in
 # argv is a fresh empty directory of the test.
 CASES: list[tuple[str, str, tuple[str, ...], str]] = [
@@ -172,6 +175,24 @@ CASES: list[tuple[str, str, tuple[str, ...], str]] = [
     ("sweep", "--repeat", (*SWEEP, "--repeat", "101"), "--repeat"),
     ("sweep", "--format", (*SWEEP, "--format", "csv"), "--format"),
     ("sweep", "--help", ("sweep", "--help=1"), "--help"),
+    # tune
+    ("tune", "--machine", (*TUNE, "--machine", "nosuch"), "machine 'nosuch'"),
+    ("tune", "--workload", (*TUNE, "--workload", "nosuch"), "workload 'nosuch'"),
+    ("tune", "--workload", (*TUNE, "--workload", "mmap_fill:0"), "WEIGHT > 0"),
+    ("tune", "--budget", (*TUNE, "--budget", "rmqueue_bulk.p98=1ms"), "unknown metric"),
+    ("tune", "--budget", (*TUNE, "--budget", "fault.p99=3 weeks"), "--budget"),
+    ("tune", "--pareto", (*TUNE, "--pareto", "zone_lock.max"), "unknown metric"),
+    ("tune", "--knob", (*TUNE, "--knob", "high"), "--knob"),
+    ("tune", "--knob", (*TUNE, "--kernel", "4.18", "--knob", "scale_max"), "4.18"),
+    ("tune", "--kernel", (*TUNE, "--kernel", "5.0"), "kernel '5.0'"),
+    ("tune", "--tasks", (*TUNE, "--tasks", "0"), "tasks 0"),
+    ("tune", "--duration", (*TUNE, "--duration", "0"), "duration_s 0"),
+    ("tune", "--seeds", (*TUNE, "--seeds", "0"), "--seeds"),
+    ("tune", "--trials", (*TUNE, "--trials", "0"), "--trials"),
+    ("tune", "--jobs", (*TUNE, "--jobs", "0"), "--jobs"),
+    ("tune", "--plot", (*TUNE, "--plot", "/dev/full"), "--plot /dev/full"),
+    ("tune", "--json", (*TUNE, "--json=1"), "--json"),
+    ("tune", "--help", ("tune", "--help=1"), "--help"),
     # compare
     ("compare", "--workload", (*COMPARE, "--workload", "nosuch"), "nosuch"),
     ("compare", "--tasks", (*COMPARE, "--tasks", ARABIC_4), "--tasks"),

@@ -32,6 +32,7 @@ from pcplab.repeats import run_repeated, runs_per_point
 from pcplab.reproduce import reference_option, reproduce_command
 from pcplab.summary import format_summary, format_table
 from pcplab.sweep_cli import sweep_command
+from pcplab.tune_cli import tune_command
 
 MANUAL_FLAGS = {
     "managed_pages": "--managed-pages",
@@ -504,6 +505,7 @@ cli.add_command(host)  # pcplab host info|run|sweep|restore|overhead
 cli.add_command(compare)
 cli.add_command(reproduce_command)  # pcplab reproduce [NAME|all]
 cli.add_command(sweep_command)  # pcplab sweep --param KEY=V1,V2 ...
+cli.add_command(tune_command)  # pcplab tune --budget METRIC=LIMIT ...
 
 
 @cli.command("fidelity", short_help="The model beside every published figure.")

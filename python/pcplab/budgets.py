@@ -1,0 +1,88 @@
+"""Latency budgets: `rmqueue_bulk.p99=100us`, `zone_lock_hold.max=1ms`.
+
+A budget names a latency or hold-time statistic of the result schema
+(docs/engine-protocol.md) and its limit: `<function>.<stat>` for
+latency_ns (rmqueue_bulk, free_pcppages_bulk, fault) and
+`<lock>_hold.<stat>` for lock_hold_ns (zone_lock, lru_lock, and the
+per-caller holds rmqueue_bulk_hold, free_pcppages_bulk_hold).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from pcplab.errors import BadInput
+
+FUNCTIONS = ("rmqueue_bulk", "free_pcppages_bulk", "fault")
+LOCKS = ("zone_lock", "lru_lock", "rmqueue_bulk", "free_pcppages_bulk")
+STATS = ("avg", "p50", "p99", "max")
+UNITS = {"ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9}
+_TEXT = re.compile(
+    r"(?P<metric>[a-z_0-9.]+)=(?P<value>[0-9]+(?:\.[0-9]+)?)(?P<unit>[a-zµ]*)"
+)
+
+
+def metric_names() -> list[str]:
+    """Return every metric a budget may name."""
+    names = [f"{f}.{s}" for f in FUNCTIONS for s in STATS]
+    return names + [f"{lock}_hold.{s}" for lock in LOCKS for s in STATS]
+
+
+def metric_path(name: str) -> str:
+    """Return the result path of metric NAME, or refuse it in one line."""
+    base, _, stat = name.rpartition(".")
+    if stat in STATS and base in FUNCTIONS:
+        return f"latency_ns.{base}.{stat}"
+    lock = base.removesuffix("_hold")
+    if stat in STATS and base.endswith("_hold") and lock in LOCKS:
+        return f"lock_hold_ns.{lock}.{stat}"
+    raise BadInput(
+        f"unknown metric '{name}'; known: <function>.<stat> for "
+        f"{', '.join(FUNCTIONS)} and <lock>_hold.<stat> for {', '.join(LOCKS)}; "
+        f"stat: {', '.join(STATS)}"
+    )
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A limit on one latency or hold statistic, in ns."""
+
+    name: str  # as given: rmqueue_bulk.p99
+    path: str  # in the result: latency_ns.rmqueue_bulk.p99
+    limit_ns: float
+
+    def value(self, result: dict[str, Any]) -> float | None:
+        """Return the statistic in RESULT; None if the run did not measure it."""
+        section, name, stat = self.path.split(".")
+        entry = (result.get(section) or {}).get(name) or {}
+        if not entry.get("count"):
+            return None
+        return entry.get(stat)
+
+    def __str__(self) -> str:
+        return f"{self.name} <= {format_ns(self.limit_ns)}"
+
+
+def format_ns(ns: float) -> str:
+    """Return a duration in the largest unit that keeps it >= 1."""
+    for unit in ("s", "ms", "us"):
+        if ns >= UNITS[unit]:
+            return f"{ns / UNITS[unit]:g} {unit}"
+    return f"{ns:g} ns"
+
+
+def parse_budget(text: str) -> Budget:
+    """Parse METRIC=VALUE[UNIT] (ns, us, ms, s; ns if none) into a Budget."""
+    match = _TEXT.fullmatch(text.strip())
+    if not match or match.group("unit") not in ("", *UNITS):
+        raise BadInput(
+            f"--budget {text!r} is not METRIC=VALUE[UNIT]; give e.g. "
+            "rmqueue_bulk.p99=100us or zone_lock_hold.max=1ms (ns, us, ms, s)"
+        )
+    limit = float(match.group("value")) * UNITS.get(match.group("unit") or "ns", 1)
+    if limit <= 0:
+        raise BadInput(f"--budget {text!r} allows no time at all; give a limit > 0")
+    name = match.group("metric")
+    return Budget(name, metric_path(name), limit)

@@ -1,0 +1,336 @@
+"""`pcplab tune`: the best PCP setting for a machine, workloads and a budget.
+
+The knobs a kernel generation has (KNOBS: pcp_batch_scale_max, the high
+fraction, the relinquish policy, and batch as a developer override) span
+a space; every point is run on the model for each workload and seed. The
+recommendation is the point of highest throughput (relative to the
+kernel's defaults, weighted over the workloads) whose budgets hold in
+every run; the front is the Pareto front of throughput against the first
+budget's metric. Small spaces are searched whole (a grid), larger ones
+with optuna's TPE sampler under the budgets as constraints.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pcplab import engine, sweep
+from pcplab.budgets import Budget
+from pcplab.errors import BadInput
+from pcplab.repeats import expand, regroup
+
+# A space of at most this many points is run whole; a larger one is sampled.
+GRID_LIMIT = 48
+DEFAULT = None  # a knob left at the kernel's own value
+
+
+@dataclass(frozen=True)
+class Knob:
+    """A setting tune may change: its spec key, values, and how to apply it."""
+
+    key: str
+    values: tuple[Any, ...]
+    kernels: tuple[str, ...]  # the model generations that have it
+    apply: str  # how to set it on a real kernel; {v} is the value
+    developer: bool = False  # not settable without patching the kernel
+
+
+KNOBS = (
+    Knob(
+        "scale_max",
+        (0, 1, 2, 3, 4, 5, 6),
+        ("6.18", "6.19"),
+        "CONFIG_PCP_BATCH_SCALE_MAX={v} (Kconfig since v6.7, a rebuild: the "
+        "2024 sysctl vm.pcp_batch_scale_max was not merged)",
+    ),
+    Knob(
+        "high_fraction",
+        (DEFAULT, 64, 256, 1024),
+        ("6.6", "6.18", "6.19"),
+        "sysctl -w vm.percpu_pagelist_high_fraction={v}",
+    ),
+    Knob(
+        "relinquish",
+        (DEFAULT, "off", "contended", "batched"),
+        ("6.18", "6.19"),
+        "relinquish {v}: 'batched' is v6.19's free_pcppages_bulk; 'contended' "
+        "the unmerged 2025 patch; 'off' before v6.19 (a kernel, not a knob)",
+        developer=True,
+    ),
+    Knob(
+        "batch",
+        (DEFAULT, 8, 16, 31, 63),
+        ("4.18", "6.6", "6.18", "6.19"),
+        "batch {v}: not settable on this kernel (zone_batchsize() computes it); "
+        "a developer override, i.e. a patch",
+        developer=True,
+    ),
+)
+
+
+def knobs_for(kernel: str, names: Sequence[str] | None) -> list[Knob]:
+    """Return the knobs of KERNEL, or those NAMES picks (refusing others)."""
+    have = [k for k in KNOBS if kernel in k.kernels]
+    if names is None:
+        return have
+    known = {k.key: k for k in have}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise BadInput(
+            f"unknown knob {', '.join(unknown)} for kernel {kernel}; "
+            f"known: {', '.join(known) or 'none'}"
+        )
+    return [known[n] for n in dict.fromkeys(names)]
+
+
+def space(knobs: Sequence[Knob]) -> list[dict[str, Any]]:
+    """Return every combination of the knobs' values (DEFAULT keys left out)."""
+    if not knobs:
+        raise BadInput("the search space is empty: give at least one --knob")
+    return [
+        {k.key: v for k, v in zip(knobs, combo, strict=True) if v is not DEFAULT}
+        for combo in itertools.product(*(k.values for k in knobs))
+    ]
+
+
+@dataclass
+class Point:
+    """One evaluated setting: its score, budget figures and feasibility."""
+
+    keys: dict[str, Any]
+    score: float = 0.0  # throughput relative to the kernel's defaults
+    ops_per_s: dict[str, float] = field(default_factory=dict)  # per workload
+    worst: dict[str, float | None] = field(default_factory=dict)  # per budget
+    feasible: bool = False
+
+
+@dataclass
+class Tuning:
+    """What a search found: every point, the front and the recommendation."""
+
+    points: list[Point]
+    front: list[Point]
+    recommendation: Point | None
+    default: Point
+
+
+class Evaluator:
+    """Runs settings on the model and scores them against the defaults."""
+
+    def __init__(
+        self,
+        base: dict[str, Any],
+        workloads: dict[str, float],
+        budgets: Sequence[Budget],
+        seeds: int,
+        jobs: int,
+    ) -> None:
+        self.base, self.workloads, self.budgets = base, workloads, budgets
+        self.seeds, self.jobs = seeds, jobs
+        self.default_ops: dict[str, float] = {}
+
+    def specs(self, keys: dict[str, Any]) -> list[dict[str, Any]]:
+        """Return the run specs of one setting, a spec per workload."""
+        return [{**self.base, "workload": w, **keys} for w in self.workloads]
+
+    def resolved(self, keys: dict[str, Any]) -> str | None:
+        """Return the setting as the engine resolves it, None if refused.
+
+        Two settings that resolve alike (scale_max=5 is the kernel's
+        default) are one setting: the search runs it once.
+        """
+        try:
+            specs = [engine.resolve(sweep.materialize(s)) for s in self.specs(keys)]
+        except BadInput:  # e.g. high below batch
+            return None
+        return json.dumps([s.get("spec", s) for s in specs], sort_keys=True)
+
+    def valid(self, keys: dict[str, Any]) -> bool:
+        """Whether the engine accepts the setting."""
+        return self.resolved(keys) is not None
+
+    def distinct(self, settings: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Return the accepted settings that resolve unlike each other and {}."""
+        seen = {self.resolved({})}
+        out = []
+        for keys in settings:
+            r = self.resolved(keys)
+            if r is not None and r not in seen:
+                seen.add(r)
+                out.append(keys)
+        return out
+
+    def evaluate(self, settings: Sequence[dict[str, Any]]) -> list[Point]:
+        """Run every setting for every workload and seed; return their Points."""
+        specs = [s for keys in settings for s in self.specs(keys)]
+        seeded = self.base.get("engine") == "sim"
+        results = sweep.run_specs(
+            expand(specs, self.seeds, seeded), self.jobs, desc="tune"
+        )
+        runs = regroup(results, self.seeds * len(self.workloads))
+        return [self._point(k, r) for k, r in zip(settings, runs, strict=True)]
+
+    def _point(self, keys: dict[str, Any], runs: list[dict[str, Any]]) -> Point:
+        """Score one setting from its runs (workload by workload, seeds inner)."""
+        point = Point(keys=dict(keys))
+        per_workload = regroup(runs, self.seeds)
+        for workload, group in zip(self.workloads, per_workload, strict=True):
+            ops = [r["throughput"]["ops_per_s"] for r in group]
+            point.ops_per_s[workload] = sum(ops) / len(ops)
+        if not keys:
+            self.default_ops = dict(point.ops_per_s)
+        total = sum(self.workloads.values())
+        point.score = (
+            sum(
+                w * point.ops_per_s[name] / self.default_ops[name]
+                for name, w in self.workloads.items()
+                if self.default_ops.get(name)
+            )
+            / total
+        )
+        for budget in self.budgets:
+            values = [budget.value(r) for r in runs]
+            measured = [v for v in values if v is not None]
+            point.worst[budget.name] = max(measured) if measured else None
+        point.feasible = all(
+            point.worst[b.name] is None or point.worst[b.name] <= b.limit_ns
+            for b in self.budgets
+        )
+        return point
+
+
+def pareto_front(points: Sequence[Point], metric: str | None) -> list[Point]:
+    """Return the points no other beats on score and METRIC at once."""
+    if metric is None:
+        return sorted(points, key=lambda p: -p.score)[:1]
+    scored = [p for p in points if p.worst.get(metric) is not None]
+
+    def dominated(p: Point) -> bool:
+        return any(
+            q.score >= p.score
+            and q.worst[metric] <= p.worst[metric]
+            and (q.score > p.score or q.worst[metric] < p.worst[metric])
+            for q in scored
+        )
+
+    return sorted(
+        (p for p in scored if not dominated(p)), key=lambda p: p.worst[metric]
+    )
+
+
+def _search_optuna(
+    evaluator: Evaluator, knobs: Sequence[Knob], trials: int, seed: int
+) -> list[Point]:
+    """Sample TRIALS settings with TPE; the budgets are its constraints."""
+    import optuna  # only for spaces too large to run whole
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+    study = optuna.create_study(
+        direction="maximize", sampler=optuna.samplers.TPESampler(seed=seed)
+    )
+    points: list[Point] = []
+    seen: set[tuple] = set()
+    batch = max(1, evaluator.jobs)
+    while len(points) < trials:
+        asked, settings = [], []
+        for _ in range(min(batch, trials - len(points))):
+            trial = study.ask()
+            keys = {
+                k.key: trial.suggest_categorical(k.key, [str(v) for v in k.values])
+                for k in knobs
+            }
+            keys = {
+                k.key: _typed(k, keys[k.key]) for k in knobs if keys[k.key] != "None"
+            }
+            asked.append(trial)
+            settings.append(keys)
+        fresh = [k for k in settings if _key(k) not in seen and evaluator.valid(k)]
+        done = {_key(p.keys): p for p in evaluator.evaluate(fresh)} if fresh else {}
+        for p in done.values():
+            seen.add(_key(p.keys))
+        points.extend(done.values())
+        for trial, keys in zip(asked, settings, strict=True):
+            p = done.get(_key(keys)) or next(
+                (q for q in points if _key(q.keys) == _key(keys)), None
+            )
+            if p is None:  # the engine refuses the combination
+                study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+                continue
+            for budget, excess in zip(
+                evaluator.budgets, _violation(p, evaluator.budgets), strict=True
+            ):
+                trial.set_constraint(budget.name, excess)
+            study.tell(trial, p.score)
+        if not fresh and len(seen) >= _size(knobs):
+            break
+    return points
+
+
+def _size(knobs: Sequence[Knob]) -> int:
+    """Return the number of points of the knobs' space."""
+    n = 1
+    for k in knobs:
+        n *= len(k.values)
+    return n
+
+
+def _typed(knob: Knob, text: str) -> Any:
+    """Return the knob's value whose str() is TEXT (optuna's choices are str)."""
+    return next(v for v in knob.values if str(v) == text)
+
+
+def _key(keys: dict[str, Any]) -> tuple:
+    """Return a hashable identity of a setting."""
+    return tuple(sorted(keys.items()))
+
+
+def _violation(point: Point, budgets: Sequence[Budget]) -> list[float]:
+    """Return optuna's constraint values: > 0 where a budget is exceeded."""
+    return [
+        (point.worst[b.name] or 0.0) / b.limit_ns - 1.0 if b.limit_ns else 0.0
+        for b in budgets
+    ]
+
+
+def tune(
+    base: dict[str, Any],
+    workloads: dict[str, float],
+    budgets: Sequence[Budget],
+    knobs: Sequence[Knob],
+    *,
+    seeds: int,
+    trials: int | None = None,
+    pareto: str | None = None,
+    jobs: int | None = None,
+) -> Tuning:
+    """Search the knobs' space; return the points, front and recommendation."""
+    evaluator = Evaluator(base, workloads, budgets, seeds, jobs or os.cpu_count() or 1)
+    if not evaluator.valid({}):
+        raise BadInput("the engine refuses the base run; check the workloads")
+    default = evaluator.evaluate([{}])[0]
+    settings = evaluator.distinct(space(knobs))
+    if not settings:
+        raise BadInput("the search space is empty: every setting was refused")
+    if len(settings) <= GRID_LIMIT and trials is None:
+        points = [default, *evaluator.evaluate(settings)]
+    else:
+        budget = trials or GRID_LIMIT
+        points = [default, *_search_optuna(evaluator, knobs, budget, seed=1)]
+    feasible = [p for p in points if p.feasible]
+    best = max(feasible, key=lambda p: (p.score, -len(p.keys))) if feasible else None
+    metric = pareto or (budgets[0].name if budgets else None)
+    return Tuning(points, pareto_front(points, metric), best, default)
+
+
+def how_to_apply(keys: dict[str, Any], kernel: str) -> list[str]:
+    """Return how each changed knob is set on a real kernel of KERNEL's line."""
+    by_key = {k.key: k for k in KNOBS}
+    if not keys:
+        return [f"keep the kernel's defaults ({kernel}): nothing to set"]
+    return [by_key[key].apply.format(v=value) for key, value in keys.items()]

@@ -1,0 +1,312 @@
+"""`pcplab tune`: which PCP setting for my machine, workloads and budget."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+
+from pcplab import engine, machines
+from pcplab.budgets import format_ns, metric_path, parse_budget
+from pcplab.errors import BadInput
+from pcplab.inputs import FLOAT, INT, AsciiIntRange, check_output_file
+from pcplab.repeats import MAX_RUNS
+from pcplab.tune import KNOBS, Tuning, how_to_apply, knobs_for, tune
+
+EPILOG = """\b
+Examples:
+  pcplab tune --machine epyc-7w83-vm --workload mmap_fill --tasks 10 \\
+      --budget rmqueue_bulk.p99=100us
+      the 2024 thread's question: the fastest setting whose refills stay
+      under 100 us at the 99th percentile
+  pcplab tune --machine meta-316cpu --workload stress_vm \\
+      --budget zone_lock_hold.max=1ms --knob scale_max --knob relinquish
+  pcplab tune --machine skylake-ex --workload page_fault1:3 \\
+      --workload mmap_fill:1 --pareto rmqueue_bulk.p99 --json
+"""
+
+
+def _workloads(texts: tuple[str, ...]) -> dict[str, float]:
+    """Parse W or W:WEIGHT options into {workload: weight}."""
+    out: dict[str, float] = {}
+    for text in texts:
+        name, _, weight = text.partition(":")
+        try:
+            value = float(weight) if weight else 1.0
+        except ValueError:
+            value = -1.0
+        if not name or not value > 0 or value == float("inf"):
+            raise BadInput(
+                f"--workload {text!r} is not W or W:WEIGHT with WEIGHT > 0; "
+                "give e.g. page_fault1:2"
+            )
+        if name in out:
+            raise BadInput(f"--workload {name} is given twice; give it once")
+        out[name] = value
+    return out
+
+
+def _label(keys: dict[str, Any]) -> str:
+    """Name a setting: "scale_max=0 batch=8", or the kernel's defaults."""
+    return " ".join(f"{k}={v}" for k, v in keys.items()) or "(kernel defaults)"
+
+
+def _table(result: Tuning, metric: str | None) -> list[str]:
+    """Return the front as text rows: setting, throughput, metric, budgets."""
+    from pcplab.summary import format_table
+
+    headers = ["setting", "throughput", metric or "", "budgets"]
+    rows = [
+        [
+            _label(p.keys),
+            f"{p.score:.3f}x",
+            format_ns(p.worst[metric]) if metric and p.worst.get(metric) else "n/a",
+            "met" if p.feasible else "missed",
+        ]
+        for p in result.front
+    ]
+    return format_table(
+        headers if metric else headers[:2] + headers[3:],
+        [r if metric else r[:2] + r[3:] for r in rows],
+    )
+
+
+def _plot(result: Tuning, metric: str, limit: float | None, path: Path) -> None:
+    """Draw throughput against METRIC: every point, the front, the budget."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    pts = [p for p in result.points if p.worst.get(metric) is not None]
+    ax.scatter(
+        [p.worst[metric] / 1e3 for p in pts],
+        [p.score for p in pts],
+        s=14,
+        color="0.6",
+        label="settings tried",
+    )
+    ax.plot(
+        [p.worst[metric] / 1e3 for p in result.front],
+        [p.score for p in result.front],
+        "o-",
+        color="C0",
+        label="Pareto front",
+    )
+    if limit is not None:
+        ax.axvline(limit / 1e3, color="C3", linestyle="--", label="budget")
+    rec = result.recommendation
+    if rec is not None and rec.worst.get(metric) is not None:
+        ax.scatter(
+            [rec.worst[metric] / 1e3],
+            [rec.score],
+            s=90,
+            marker="*",
+            color="C2",
+            zorder=3,
+            label="recommendation",
+        )
+    ax.set_xlabel(f"{metric}, worst over seeds (µs)")
+    ax.set_ylabel("throughput relative to the kernel's defaults")
+    ax.set_xscale("log")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _as_json(result: Tuning, metric: str | None) -> dict[str, Any]:
+    """Return the --json document: the recommendation and the front."""
+
+    def row(p: Any) -> dict[str, Any]:
+        return {
+            "keys": p.keys,
+            "throughput_ratio": p.score,
+            "ops_per_s": p.ops_per_s,
+            "worst": p.worst,
+            "budgets_met": p.feasible,
+        }
+
+    rec = result.recommendation
+    return {
+        "recommendation": None if rec is None else rec.keys,
+        "recommended": None if rec is None else row(rec),
+        "default": row(result.default),
+        "front_metric": metric,
+        "front": [row(p) for p in result.front],
+        "points": [row(p) for p in result.points],
+    }
+
+
+@click.command("tune", short_help="The best PCP setting for a budget.", epilog=EPILOG)
+@click.option("--machine", required=True, metavar="NAME|FILE", help="Machine profile.")
+@click.option(
+    "--workload",
+    "workloads",
+    multiple=True,
+    required=True,
+    metavar="W[:WEIGHT]",
+    help="A workload and its weight in the throughput (default 1); repeatable.",
+)
+@click.option(
+    "--budget",
+    "budgets",
+    multiple=True,
+    metavar="METRIC=LIMIT",
+    help="A latency budget, e.g. rmqueue_bulk.p99=100us, zone_lock_hold.max=1ms.",
+)
+@click.option("--pareto", metavar="METRIC", help="Front against this metric.")
+@click.option(
+    "--knob",
+    "knob_names",
+    multiple=True,
+    type=click.Choice([k.key for k in KNOBS]),
+    help="Search only these knobs (default: every knob of the kernel).",
+)
+@click.option("--kernel", default="6.18", show_default=True, help="Model generation.")
+@click.option("--tasks", type=INT, metavar="N", help="Tasks (default: one per CPU).")
+@click.option(
+    "--duration",
+    type=FLOAT,
+    default=1.0,
+    show_default=True,
+    metavar="S",
+    help="Measured seconds per run.",
+)
+@click.option(
+    "--seeds",
+    type=AsciiIntRange(1, MAX_RUNS),
+    default=3,
+    show_default=True,
+    help="Seeds per setting; a budget must hold in every one.",
+)
+@click.option(
+    "--trials",
+    type=AsciiIntRange(1, 10000),
+    metavar="N",
+    help="Sample N settings with optuna (default: the whole grid if small).",
+)
+@click.option(
+    "--jobs",
+    type=AsciiIntRange(1),
+    default=os.cpu_count() or 1,
+    show_default=True,
+    help="Parallel runs.",
+)
+@click.option(
+    "--plot",
+    default="tune.png",
+    show_default=True,
+    metavar="FILE",
+    help="The PNG of throughput against the budget's metric.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def tune_command(
+    machine: str,
+    workloads: tuple[str, ...],
+    budgets: tuple[str, ...],
+    pareto: str | None,
+    knob_names: tuple[str, ...],
+    kernel: str,
+    tasks: int | None,
+    duration: float,
+    seeds: int,
+    trials: int | None,
+    jobs: int,
+    plot: str,
+    as_json: bool,
+) -> None:
+    """Find the fastest setting whose budgets hold, and the Pareto front."""
+    parsed = [parse_budget(b) for b in budgets]
+    if pareto is not None:
+        metric_path(pareto)
+    if not parsed and pareto is None:
+        raise BadInput("give a --budget METRIC=LIMIT or a --pareto METRIC to tune for")
+    weights = _workloads(workloads)
+    profile = machines.load_profile(machine)  # refuse a bad profile first
+    base: dict[str, Any] = {
+        "engine": "sim",
+        "machine": machine,
+        "kernel": kernel,
+        "duration_s": duration,
+    }
+    if tasks is not None:
+        base["tasks"] = tasks
+    for workload in weights:  # the engine checks kernel, workload, ranges
+        engine.resolve({**base, "machine": profile, "workload": workload})
+    knobs = knobs_for(kernel, knob_names or None)
+    check_output_file(plot, "--plot")
+    result = tune(
+        base,
+        weights,
+        parsed,
+        knobs,
+        seeds=seeds,
+        trials=trials,
+        pareto=pareto,
+        jobs=jobs,
+    )
+    metric = pareto or (parsed[0].name if parsed else None)
+    if metric is not None:
+        limit = next((b.limit_ns for b in parsed if b.name == metric), None)
+        _plot(result, metric, limit, Path(plot))
+    if as_json:
+        click.echo(json.dumps(_as_json(result, metric), indent=2))
+        return
+    _print(result, parsed, metric, kernel, machine, plot)
+
+
+def _print(
+    result: Tuning,
+    budgets: list[Any],
+    metric: str | None,
+    kernel: str,
+    machine: str,
+    plot: str,
+) -> None:
+    """Print the recommendation, how to apply it, and the front."""
+    rec = result.recommendation
+    tried = len(result.points)
+    click.echo(
+        f"pcplab tune: {machine}, kernel {kernel}, {tried} settings tried; "
+        f"budgets: {', '.join(map(str, budgets)) or 'none'}\n"
+    )
+    if rec is None:
+        closest = min(
+            result.points,
+            key=lambda p: (
+                max((p.worst[b.name] or 0) / b.limit_ns for b in budgets)
+                if budgets
+                else 0
+            ),
+        )
+        click.echo(
+            "no setting meets the budgets; the closest is "
+            f"{_label(closest.keys)} ("
+            + ", ".join(
+                f"{b.name} {format_ns(closest.worst[b.name] or 0)}" for b in budgets
+            )
+            + "); fewer tasks (--tasks) or a larger budget may be met"
+        )
+    else:
+        figures = ", ".join(
+            f"{b.name} {format_ns(rec.worst[b.name])}"
+            for b in budgets
+            if rec.worst.get(b.name) is not None
+        )
+        click.echo(
+            f"recommendation: {_label(rec.keys)}: throughput {rec.score:.3f}x the "
+            f"kernel's defaults" + (f"; worst {figures}" if figures else "")
+        )
+        click.echo("how to apply it:")
+        for line in how_to_apply(rec.keys, kernel):
+            click.echo(f"  {line}")
+    click.echo(f"\nPareto front ({metric or 'throughput'}):")
+    for line in _table(result, metric):
+        click.echo(line)
+    if metric is not None:
+        click.echo(f"\nplot: {plot}")

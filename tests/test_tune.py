@@ -1,0 +1,101 @@
+"""`pcplab tune`: budgets, the search, and a recommendation that holds."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pcplab import engine, machines
+from pcplab.budgets import parse_budget
+from pcplab.errors import BadInput
+from pcplab.tune import KNOBS, knobs_for, pareto_front, space
+
+MACHINE = "haswell-desktop"
+
+
+@pytest.mark.parametrize(
+    "text, path, ns",
+    [
+        ("rmqueue_bulk.p99=100us", "latency_ns.rmqueue_bulk.p99", 1e5),
+        ("zone_lock_hold.max=1ms", "lock_hold_ns.zone_lock.max", 1e6),
+        ("fault.avg=750", "latency_ns.fault.avg", 750),
+        (
+            "free_pcppages_bulk_hold.p50=0.5s",
+            "lock_hold_ns.free_pcppages_bulk.p50",
+            5e8,
+        ),
+    ],
+)
+def test_budgets_name_result_paths_and_units(text, path, ns):
+    """A budget is a result path and a limit in ns."""
+    budget = parse_budget(text)
+    assert (budget.path, budget.limit_ns) == (path, ns)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["rmqueue_bulk.p98=1us", "zone_hold.max=1ms", "fault.p99=5h", "x", "a.p99=0"],
+)
+def test_bad_budgets_are_refused(text):
+    """Unknown statistics, locks and units, and a zero limit, are bad input."""
+    with pytest.raises(BadInput):
+        parse_budget(text)
+
+
+def test_each_kernel_has_its_own_knobs():
+    """4.18 has no pcp_batch_scale_max; its space is batch only."""
+    assert [k.key for k in knobs_for("4.18", None)] == ["batch"]
+    assert {k.key for k in knobs_for("6.18", None)} == {k.key for k in KNOBS}
+    with pytest.raises(BadInput, match="unknown knob scale_max for kernel 4.18"):
+        knobs_for("4.18", ["scale_max"])
+    with pytest.raises(BadInput, match="empty"):
+        space([])
+
+
+def test_the_front_is_not_dominated():
+    """No point of the front is beaten on both throughput and the metric."""
+    from pcplab.tune import Point
+
+    pts = [
+        Point({"a": 1}, score=1.0, worst={"m": 10.0}),
+        Point({"a": 2}, score=0.9, worst={"m": 5.0}),
+        Point({"a": 3}, score=0.8, worst={"m": 7.0}),  # beaten by a=2
+        Point({"a": 4}, score=1.1, worst={"m": 20.0}),
+    ]
+    assert [p.keys["a"] for p in pareto_front(pts, "m")] == [2, 1, 4]
+
+
+def test_tune_recommends_a_setting_that_meets_the_budget(pcplab, tmp_path):
+    """The recommendation, run again with pcplab run, keeps the budget."""
+    plot = tmp_path / "front.png"
+    budget = "rmqueue_bulk.p99=40us"
+    args = ("tune", "--machine", MACHINE, "--workload", "page_fault1")
+    args = (*args, "--budget", budget, "--knob", "scale_max", "--knob", "batch")
+    proc = pcplab(*args, "--duration", "0.2", "--plot", plot, "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert plot.stat().st_size > 0
+    rec = data["recommendation"]
+    assert rec is not None, data["front"]
+    assert data["recommended"]["budgets_met"]
+    feasible = [p for p in data["points"] if p["budgets_met"]]
+    assert data["recommended"]["throughput_ratio"] == max(
+        p["throughput_ratio"] for p in feasible
+    )
+    for seed in (1, 2, 3):
+        result = engine.run(
+            {
+                "engine": "sim",
+                "machine": machines.load_profile(MACHINE),
+                "workload": "page_fault1",
+                "duration_s": 0.2,
+                "seed": seed,
+                **rec,
+            }
+        )
+        p99 = result["latency_ns"]["rmqueue_bulk"]["p99"]
+        assert p99 <= parse_budget(budget).limit_ns
+    proc = pcplab(*args, "--duration", "0.2", "--plot", plot)
+    assert "recommendation: " in proc.stdout and "how to apply it:" in proc.stdout
+    assert "Pareto front (rmqueue_bulk.p99):" in proc.stdout
