@@ -25,6 +25,7 @@ from pcplab.inputs import (
     AsciiIntRange,
     check_output_file,
 )
+from pcplab.workloads import WorkloadOption
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 88}
 MODEL_ENGINES = ("native", "sim")
@@ -75,9 +76,10 @@ def _workload_options(func: Callable[..., Any]) -> Callable[..., Any]:
     options = [
         click.option(
             "--workload",
+            cls=WorkloadOption,
+            engines=("host",),
             required=True,
             metavar="W",
-            help="page_fault1, page_fault2, page_fault3, mmap_fill, stress_vm.",
         ),
         click.option(
             "--tasks",
@@ -447,7 +449,11 @@ def compare_rows(
     short_help="The host engine and the model side by side.",
 )
 @click.option(
-    "--workload", required=True, metavar="W", help="Workload, e.g. page_fault1."
+    "--workload",
+    cls=WorkloadOption,
+    engines=("host", *MODEL_ENGINES),
+    required=True,
+    metavar="W",
 )
 @click.option("--tasks", type=INT, required=True, metavar="N", help="Tasks.")
 @click.option("--duration", type=FLOAT, metavar="S", help="Measured seconds.")
