@@ -18,7 +18,7 @@ import pcplab
 from pcplab import engine
 from pcplab.host import procfs, sysctl
 
-WORKLOADS = ("page_fault1", "page_fault2", "page_fault3", "mmap_fill", "stress_vm")
+WORKLOADS = tuple(engine.workload_names("host"))  # src/workloads/*/host.c
 SHORT = ("--tasks", "2", "--duration", "1", "--warmup", "0.3", "--size-mib", "32")
 HF = Path("/proc/sys/vm/percpu_pagelist_high_fraction")
 SYSTEM_PYTHON = Path("/usr/bin/python3")

@@ -33,6 +33,7 @@ from pcplab.reproduce import reference_option, reproduce_command
 from pcplab.summary import format_summary, format_table
 from pcplab.sweep_cli import sweep_command
 from pcplab.tune_cli import tune_command
+from pcplab.workloads import WorkloadOption
 
 MANUAL_FLAGS = {
     "managed_pages": "--managed-pages",
@@ -252,9 +253,10 @@ def pagesets(
 )
 @click.option(
     "--workload",
+    cls=WorkloadOption,
+    engines=engine.KNOWN_ENGINES,
     required=True,
     metavar="W",
-    help="Workload, e.g. page_fault1 or mmap_fill.",
 )
 @click.option(
     "--tasks",

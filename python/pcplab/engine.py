@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -46,6 +47,35 @@ def engine_binary(engine: str) -> Path:
     raise BadInput(f"unknown engine '{engine}'; built engines: {allowed}")
 
 
+@functools.cache
+def list_workloads() -> tuple[dict[str, Any], ...]:
+    """Return the workloads the engines know, as `pcplab-<engine> workloads` lists them.
+
+    Each is {name, description, default_size_mib, ops, engines}, sorted by
+    name. Every engine links every workload's descriptor, so any built
+    engine gives the same list; none built gives an empty one.
+    """
+    built = built_engines()
+    if not built:
+        return ()
+    binary = bin_dir() / f"{_PREFIX}{built[0]}"
+    proc = _spawn(binary, "workloads", "")
+    if proc.returncode:
+        detail = proc.stderr.strip() or _describe_exit(proc.returncode)
+        raise EngineError(f"{binary.name} workloads failed: {detail}")
+    try:
+        return tuple(json.loads(proc.stdout))
+    except json.JSONDecodeError as exc:
+        raise EngineError(f"{binary.name} workloads wrote no JSON: {exc}") from exc
+
+
+def workload_names(engine: str | None = None) -> list[str]:
+    """Return the names of the workloads `engine` runs (any engine: None), sorted."""
+    return [
+        w["name"] for w in list_workloads() if engine is None or engine in w["engines"]
+    ]
+
+
 def _describe_exit(returncode: int) -> str:
     """Say how a child process ended, naming the signal if one killed it."""
     if returncode < 0:
@@ -54,6 +84,21 @@ def _describe_exit(returncode: int) -> str:
         except ValueError:
             return f"killed by signal {-returncode}"
     return f"exit status {returncode}"
+
+
+def _spawn(binary: Path, command: str, text: str) -> subprocess.CompletedProcess:
+    """Run `binary command` with `text` on stdin and wait; raise if it cannot start."""
+    try:
+        return subprocess.run(
+            [str(binary), command],
+            input=text,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            check=False,
+        )
+    except OSError as exc:
+        raise EngineError(f"cannot start {binary}: {exc.strerror}") from exc
 
 
 def call(engine: str, command: str, request: dict[str, Any]) -> dict[str, Any]:
@@ -66,17 +111,7 @@ def call(engine: str, command: str, request: dict[str, Any]) -> dict[str, Any]:
         raise BadInput(
             f"the {command} request holds a NaN or infinite number; give finite numbers"
         ) from None
-    try:
-        proc = subprocess.run(
-            [str(binary), command],
-            input=text,
-            capture_output=True,
-            text=True,
-            errors="replace",
-            check=False,
-        )
-    except OSError as exc:
-        raise EngineError(f"cannot start {binary}: {exc.strerror}") from exc
+    proc = _spawn(binary, command, text)
     message = proc.stderr.strip()
     if proc.returncode == 2:
         raise BadInput.relayed(message or f"pcplab: {what} rejected its input")

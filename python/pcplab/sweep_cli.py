@@ -20,6 +20,7 @@ from pcplab.sweep import (
     parse_param,
     run_specs,
 )
+from pcplab.workloads import WorkloadOption
 
 
 def _metrics(result: dict[str, Any]) -> dict[str, Any]:
@@ -58,7 +59,13 @@ def _step_metrics(result: dict[str, Any]) -> dict[str, Any]:
     metavar="E",
     help="Engine: native, sim, host (if built).",
 )
-@click.option("--workload", required=True, metavar="W", help="Workload.")
+@click.option(
+    "--workload",
+    cls=WorkloadOption,
+    engines=engine.KNOWN_ENGINES,
+    required=True,
+    metavar="W",
+)
 @click.option("--machine", metavar="NAME", help="Machine profile (sim).")
 @click.option(
     "--param",

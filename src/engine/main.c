@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The engine executable (pcplab-native, pcplab-sim): reads a JSON request
- * on stdin and writes JSON on stdout (docs/engine-protocol.md). Exit 0 on
- * success, 2 on bad input (one line on stderr), 3 if an invariant broke,
- * 1 on any other failure.
+ * on stdin and writes JSON on stdout (docs/engine-protocol.md), or lists
+ * the workloads (`workloads`, no input). Exit 0 on success, 2 on bad input
+ * (one line on stderr), 3 if an invariant broke, 1 on any other failure.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <pcplab/engine.h>
+#include <pcplab/model_workload.h>
 
 static char *read_stdin(void)
 {
@@ -42,6 +43,12 @@ static int bad_input(const char *err)
 {
 	fprintf(stderr, "pcplab: error: %s\n", err);
 	return 2;
+}
+
+/* True if the model engines run the workload called @name. */
+static bool model_runs(const char *name)
+{
+	return find_model_workload(name);
 }
 
 static int resolve_main(const char *text)
@@ -95,13 +102,15 @@ int main(int argc, char **argv)
 	char *text;
 	int ret;
 
+	if (!strcmp(cmd, "workloads")) /* no platform needed to list them */
+		return workloads_main(WORKLOAD_MODEL, model_runs);
 	arch_init();
 	if (!strcmp(cmd, "proptest"))
 		return proptest_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "run") && strcmp(cmd, "resolve") &&
 	    strcmp(cmd, "pagesets")) {
 		fprintf(stderr,
-			"pcplab: error: unknown command '%s'; known: run, resolve, pagesets, proptest\n",
+			"pcplab: error: unknown command '%s'; known: run, resolve, pagesets, proptest, workloads\n",
 			cmd);
 		return 2;
 	}

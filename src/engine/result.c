@@ -8,7 +8,7 @@
 
 #include <pcplab/engine.h>
 #include <pcplab/hostinfo.h>
-#include <pcplab/workload.h>
+#include <pcplab/model_workload.h>
 
 /*
  * The result's name of each lock class. "xfree_lock" is LOCK_CROSS_FREE's
@@ -294,7 +294,7 @@ cJSON *result_to_json(const struct spec *s, const struct run_result *r)
 	cJSON *root = cJSON_CreateObject();
 	cJSON *tp, *lat, *hold, *samples, *steps;
 	double secs = r->duration_s > 0 ? r->duration_s : 1;
-	const struct workload *wl = find_workload(s->workload);
+	const struct model_workload *wl = find_model_workload(s->workload);
 	double per_op = wl->pages_per_op ? wl->pages_per_op : 1;
 
 	cJSON_AddStringToObject(root, "engine", s->engine);

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include <pcplab/engine.h>
-#include <pcplab/workload.h>
+#include <pcplab/model_workload.h>
 
 /*
  * The shortest duration_s, and warmup_s other than 0: below a millisecond a
@@ -211,10 +211,11 @@ static int parse_enums(const cJSON *o, struct spec *s, char *err)
 		return -1;
 	if (!str)
 		return fail(err, "workload is required; known: %s",
-			    workload_names());
-	if (!find_workload(str))
-		return fail(err, "unknown workload '%s'; known: %s", str,
-			    workload_names());
+			    workload_names(WORKLOAD_MODEL));
+	if (!find_model_workload(str)) {
+		workload_refusal(str, WORKLOAD_MODEL, err, ERRLEN);
+		return -1;
+	}
 	snprintf(s->workload, sizeof(s->workload), "%s", str);
 
 	str = get_str(o, "kernel", err, &bad);
@@ -432,7 +433,7 @@ static int parse_placement(const cJSON *o, struct spec *s, char *err)
 static int parse_mode(const cJSON *o, struct spec *s, char *err)
 {
 	const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, "cross_free");
-	const struct workload *wl = find_workload(s->workload);
+	const struct model_workload *wl = find_model_workload(s->workload);
 	const char *mode;
 	int bad;
 
@@ -452,7 +453,7 @@ static int parse_mode(const cJSON *o, struct spec *s, char *err)
 		return fail(
 			err,
 			"cross_free needs a workload that frees what it maps, not %s",
-			wl->name);
+			wl->desc->name);
 	if (s->tasks < 2 || s->tasks % 2)
 		return fail(
 			err,
@@ -465,7 +466,7 @@ static int parse_mode(const cJSON *o, struct spec *s, char *err)
 static int parse_args(const cJSON *o, struct spec *s, char *err)
 {
 	const cJSON *args = cJSON_GetObjectItemCaseSensitive(o, "args");
-	const struct workload *wl = find_workload(s->workload);
+	const struct model_workload *wl = find_model_workload(s->workload);
 	char *text;
 
 	if (!args || cJSON_IsNull(args))
@@ -473,7 +474,7 @@ static int parse_args(const cJSON *o, struct spec *s, char *err)
 	if (!cJSON_IsObject(args))
 		return fail(err, "args must be an object");
 	if (!wl->configure)
-		return fail(err, "workload %s takes no args", wl->name);
+		return fail(err, "workload %s takes no args", wl->desc->name);
 	text = cJSON_PrintUnformatted(args);
 	snprintf(s->args_json, sizeof(s->args_json), "%s", text);
 	cJSON_free(text);

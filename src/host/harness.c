@@ -62,8 +62,8 @@ static int setup_harness(struct harness *h, const struct host_spec *spec,
 		t->fd = -1;
 		t->timed = spec->timed;
 		t->ops = task_counter(h, i, 0);
-		t->pages = spec->wl->ops_are_pages ? t->ops
-						   : task_counter(h, i, 1);
+		t->pages = host_ops_are_pages(spec->wl) ? t->ops
+							: task_counter(h, i, 1);
 		t->control = &h->sh->control;
 		t->fault_ns = &h->hists[(size_t)i * NR_PHASES];
 		run->cpus[i] = t->cpu;

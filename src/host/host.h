@@ -11,7 +11,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "workload.h"
+#include <pcplab/host_workload.h>
 
 #define HOST_ERRLEN 256
 #define HOST_MAX_TASKS 1024

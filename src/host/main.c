@@ -2,8 +2,9 @@
 /*
  * pcplab-host: the host engine executable. Same protocol as pcplab-native
  * (docs/engine-protocol.md): `pcplab-host resolve|run < spec.json`, JSON
- * on stdout; exit 0 on success, 2 on bad input (one stderr line, nothing
- * run), 1 on any other failure (one stderr line).
+ * on stdout, or `pcplab-host workloads` (no input); exit 0 on success, 2
+ * on bad input (one stderr line, nothing run), 1 on any other failure (one
+ * stderr line).
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -100,6 +101,12 @@ static int check_high_fraction(const struct host_spec *s, char *err)
 	return -1;
 }
 
+/* True if pcplab-host runs the workload called @name. */
+static bool host_runs(const char *name)
+{
+	return host_find_workload(name);
+}
+
 static int resolve_main(const char *text)
 {
 	char err[HOST_ERRLEN];
@@ -146,10 +153,12 @@ int main(int argc, char **argv)
 	char *text;
 	int ret;
 
+	if (argc == 2 && !strcmp(argv[1], "workloads"))
+		return workloads_main(WORKLOAD_HOST, host_runs);
 	if (argc != 2 ||
 	    (strcmp(argv[1], "run") && strcmp(argv[1], "resolve"))) {
 		fprintf(stderr,
-			"pcplab: error: unknown command; usage: pcplab-host run|resolve < spec.json\n");
+			"pcplab: error: unknown command; usage: pcplab-host run|resolve < spec.json, or pcplab-host workloads\n");
 		return 2;
 	}
 	text = read_stdin();

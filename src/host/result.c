@@ -137,7 +137,7 @@ cJSON *host_result_json(const struct host_spec *s, const struct host_run *r)
 	cJSON_AddItemToObject(root, "samples", samples_json(m));
 	cJSON_AddNullToObject(root, "invariants");
 	host = cJSON_AddObjectToObject(root, "host");
-	cJSON_AddStringToObject(host, "description", s->wl->description);
+	cJSON_AddStringToObject(host, "description", s->wl->desc->description);
 	cJSON_AddItemToObject(host, "warmup",
 			      phase_json(s, &r->phase[PHASE_WARMUP]));
 	if (s->trace_s > 0)

@@ -29,12 +29,13 @@ static bool sleep_until(struct harness *h, u64 deadline_ns)
 
 static double task_ops(struct harness *h, int i)
 {
-	return (double)(*task_counter(h, i, 0) >> h->spec->wl->ops_shift);
+	return (double)(*task_counter(h, i, 0) >> host_ops_shift(h->spec->wl));
 }
 
 static double task_pages(struct harness *h, int i)
 {
-	return (double)*task_counter(h, i, h->spec->wl->ops_are_pages ? 0 : 1);
+	return (double)*task_counter(h, i,
+				     host_ops_are_pages(h->spec->wl) ? 0 : 1);
 }
 
 static void snapshot(struct harness *h)

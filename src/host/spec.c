@@ -134,11 +134,13 @@ static int parse_strings(const cJSON *o, struct host_spec *s, char *err)
 	v = get(o, "workload");
 	if (!v)
 		return fail(err, "workload is required; known: %s",
-			    host_workload_names());
-	if (!cJSON_IsString(v) || !(s->wl = host_find_workload(v->valuestring)))
-		return fail(err, "unknown workload '%s'; known: %s",
-			    cJSON_IsString(v) ? v->valuestring : "?",
-			    host_workload_names());
+			    workload_names(WORKLOAD_HOST));
+	if (!cJSON_IsString(v) ||
+	    !(s->wl = host_find_workload(v->valuestring))) {
+		workload_refusal(cJSON_IsString(v) ? v->valuestring : "?",
+				 WORKLOAD_HOST, err, HOST_ERRLEN);
+		return -1;
+	}
 	v = get(o, "mode");
 	if (v && (!cJSON_IsString(v) || (strcmp(v->valuestring, "process") &&
 					 strcmp(v->valuestring, "thread"))))
@@ -162,7 +164,7 @@ static int parse_strings(const cJSON *o, struct host_spec *s, char *err)
 
 static int parse_numbers(const cJSON *o, struct host_spec *s, char *err)
 {
-	long long tasks = 0, size = (long long)s->wl->default_size_mib;
+	long long tasks = 0, size = (long long)s->wl->desc->default_size_mib;
 	long long hf = -1, fd = -1;
 
 	if (!get(o, "tasks"))
@@ -224,7 +226,7 @@ cJSON *host_spec_to_json(const struct host_spec *s)
 	cJSON *o = cJSON_CreateObject();
 
 	cJSON_AddStringToObject(o, "engine", "host");
-	cJSON_AddStringToObject(o, "workload", s->wl->name);
+	cJSON_AddStringToObject(o, "workload", s->wl->desc->name);
 	cJSON_AddNumberToObject(o, "tasks", s->tasks);
 	cJSON_AddNumberToObject(o, "duration_s", s->duration_s);
 	cJSON_AddNumberToObject(o, "warmup_s", s->warmup_s);

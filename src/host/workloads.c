@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * What the host workloads share, apart from the harness that runs them:
- * the table the spec looks names up in, the first-touch loop that times
- * faults, and the file of the file-backed workloads (and its file system,
- * which the result reports). The harness files only start and count them.
+ * What the host halves of the workloads share (host_workload.h), apart
+ * from the harness that runs them: their registry, the first-touch loop
+ * that times faults, and the file of the file-backed workloads (and its
+ * file system, which the result reports). The harness files only start
+ * and count them.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -16,31 +17,18 @@
 #include "clock.h"
 #include "harness.h"
 
-static const struct host_workload *const workloads[] = {
-	&host_page_fault1, &host_page_fault2, &host_page_fault3,
-	&host_mmap_fill,   &host_stress_vm,
-};
+extern const struct host_workload *const __start_pcplab_host_workloads[];
+extern const struct host_workload *const __stop_pcplab_host_workloads[];
 
-/* The workload called @name, or NULL. */
+/* The host half of the workload called @name, or NULL if it has none. */
 const struct host_workload *host_find_workload(const char *name)
 {
-	for (size_t i = 0; i < ARRAY_SIZE(workloads); i++)
-		if (!strcmp(workloads[i]->name, name))
-			return workloads[i];
+	const struct host_workload *const *pos;
+
+	for_each_registry_entry (pos, pcplab_host_workloads)
+		if (!strcmp((*pos)->desc->name, name))
+			return *pos;
 	return NULL;
-}
-
-/* "page_fault1, page_fault2, ..." for error messages. */
-const char *host_workload_names(void)
-{
-	static char names[256];
-
-	if (!names[0])
-		for (size_t i = 0; i < ARRAY_SIZE(workloads); i++)
-			snprintf(names + strlen(names),
-				 sizeof(names) - strlen(names), "%s%s",
-				 i ? ", " : "", workloads[i]->name);
-	return names;
 }
 
 /* u64 memory_bytes callback: @size bytes per task. */
@@ -49,7 +37,7 @@ u64 one_mapping_per_task(u64 size, int tasks)
 	return size * (u64)tasks;
 }
 
-/* First-touch every page of a range (workload.h). */
+/* First-touch every page of a range (host_workload.h). */
 size_t touch_pages(struct host_task *t, char *base, size_t len, char value)
 {
 	struct host_control *ctl = t->control;
@@ -90,7 +78,7 @@ static const char *file_dir(void)
 	return dir && *dir ? dir : "/tmp";
 }
 
-/* Create, size and unlink the task's file (workload.h). */
+/* Create, size and unlink the task's file (host_workload.h). */
 int host_task_file(struct host_task *t)
 {
 	char path[4096];

@@ -27,6 +27,7 @@ from pcplab.inputs import (
     check_output_file,
 )
 from pcplab.repeat_cli import repeat_options
+from pcplab.workloads import WorkloadOption
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 88}
 MODEL_ENGINES = ("native", "sim")
@@ -77,9 +78,10 @@ def _workload_options(func: Callable[..., Any]) -> Callable[..., Any]:
     options = [
         click.option(
             "--workload",
+            cls=WorkloadOption,
+            engines=("host",),
             required=True,
             metavar="W",
-            help="page_fault1, page_fault2, page_fault3, mmap_fill, stress_vm.",
         ),
         click.option(
             "--tasks",
@@ -517,7 +519,11 @@ def _compare_models(
     epilog=COMPARE_EPILOG,
 )
 @click.option(
-    "--workload", required=True, metavar="W", help="Workload, e.g. page_fault1."
+    "--workload",
+    cls=WorkloadOption,
+    engines=("host", *MODEL_ENGINES),
+    required=True,
+    metavar="W",
 )
 @click.option(
     "--tasks",

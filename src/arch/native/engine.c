@@ -18,12 +18,12 @@
 
 #include <pcplab/engine.h>
 #include <pcplab/hostinfo.h>
-#include <pcplab/workload.h>
+#include <pcplab/model_workload.h>
 #include "native.h"
 
 struct native_run {
 	const struct spec *spec;
-	const struct workload *wl;
+	const struct model_workload *wl;
 	struct task *tasks;
 	pthread_barrier_t start;
 	int stop;
@@ -262,7 +262,7 @@ int engine_run(const struct spec *spec, struct run_result *res, char *err)
 	pthread_t *threads = calloc((size_t)spec->tasks, sizeof(*threads));
 	unsigned long held = 0;
 
-	run.wl = find_workload(spec->workload);
+	run.wl = find_model_workload(spec->workload);
 	run.tasks = calloc((size_t)spec->tasks, sizeof(*run.tasks));
 	sched_getaffinity(0, sizeof(run.allowed), &run.allowed);
 	run.nr_allowed = CPU_COUNT(&run.allowed);

@@ -11,10 +11,10 @@
 #include <string.h>
 
 #include <pcplab/engine.h>
-#include <pcplab/workload.h>
+#include <pcplab/model_workload.h>
 #include "sim.h"
 
-static const struct workload *run_wl;
+static const struct model_workload *run_wl;
 static int run_alloc_failed;
 
 /* Read the machine profile; the sim engine cannot run without one. */
@@ -250,7 +250,7 @@ int engine_run(const struct spec *spec, struct run_result *res, char *err)
 
 	if (build_memory(spec, err))
 		return -1;
-	run_wl = find_workload(spec->workload);
+	run_wl = find_model_workload(spec->workload);
 	run_alloc_failed = 0;
 	tasks = calloc((size_t)spec->tasks, sizeof(*tasks));
 	if (!tasks || !cpus)

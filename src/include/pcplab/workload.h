@@ -1,105 +1,106 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The workload contract (after will-it-scale's testcase files): a workload
- * is one small file defining a struct workload whose iteration() maps,
- * touches and unmaps memory through the model, counting its ops. Every
- * engine drives every workload through this contract.
+ * The workload contract, after will-it-scale's testcase files. A workload
+ * lives in its own directory, src/workloads/<name>/:
+ *
+ *   workload.c  what it is, written once: DEFINE_WORKLOAD() with its
+ *               name, will-it-scale testcase string, default size, what
+ *               one op is and which engines run it;
+ *   model.c     how the model engines (native, sim) run it: map, touch
+ *               and unmap through the model (<pcplab/model_workload.h>);
+ *   host.c      how pcplab-host runs it on the running kernel: real mmap,
+ *               first touch, munmap (<pcplab/host_workload.h>), if it can.
+ *
+ * Why three files and not one: the model half is compiled once per
+ * platform against the model's headers (mm.h and the platform's inline
+ * locks and clocks), and pcplab-host links no model at all, so one file
+ * holding both halves would be two files behind #ifdefs. The descriptor
+ * needs neither, so every engine links every descriptor: each can list
+ * all workloads and refuse the ones it cannot run by name.
+ *
+ * Nothing lists the workloads by hand. CMake compiles whatever
+ * src/workloads/<name>/{workload,model,host}.c exist, and each
+ * DEFINE_*WORKLOAD() puts a pointer to its entry in a linker section (the
+ * kernel's initcall habit), which the registries walk from
+ * __start_<section> to __stop_<section>. A half names its descriptor's
+ * symbol, so a half without a descriptor does not link.
  */
 #ifndef PCPLAB_WORKLOAD_H
 #define PCPLAB_WORKLOAD_H
 
+#include <stddef.h>
+
 #include <cjson/cJSON.h>
 
-#include "mm.h"
-#include "random.h"
+#include "types.h"
 
-/*
- * Where a task's CPU stood when a step of the scale-max schedule began:
- * its rmqueue_bulk and free_pcppages_bulk calls and their total time.
- */
-struct step_mark {
-	u64 count[2], sum_ns[2]; /* rmqueue_bulk, free_pcppages_bulk */
+/* The engines a workload runs on. */
+enum workload_engines {
+	WORKLOAD_MODEL = 1 << 0, /* native and sim: it has a model.c */
+	WORKLOAD_HOST = 1 << 1, /* pcplab-host: it has a host.c */
 };
 
-/* One task of a run: it runs on (and is) one model CPU. */
-struct task {
-	int cpu;
-	struct task_mm mm;
-	unsigned long size_pages; /* the mapping size of one iteration */
-	u64 ops; /* ops done; read racily by samplers */
-	const int *stop; /* set when the run ends (or &stopped) */
-	int stopped; /* the task's own stop flag (deadline reached) */
-	u64 measure_ns; /* measuring starts here: statistics reset */
-	u64 deadline_ns; /* the task stops here (U64_MAX: when told) */
-	bool measuring;
-	u64 ops_at_measure; /* ops when measuring started */
-	u64 ops_at_deadline; /* ops when the deadline was seen */
-	u64 ops_at_tick; /* ops at the previous task_tick() */
-	u64 *samples; /* ops per second of measuring, if wanted */
-	int nr_samples;
-	u64 next_vmstat_ns; /* when the vmstat work runs next */
-	struct prandom rnd;
-	unsigned long iterations;
-	struct cross_free_mailbox *cross_free; /* to/from the partner CPU */
-	bool cross_free_consumer; /* frees what the partner allocated */
-	const u64 *step_ns; /* scale-max schedule: ns into measuring */
-	int nr_steps;
-	int steps_passed;
-	struct step_mark *step_marks; /* [nr_steps], filled as they pass */
+/* What one op of a workload is, on every engine. */
+enum workload_ops {
+	WORKLOAD_OPS_PAGES, /* one page faulted in (first touched) */
+	WORKLOAD_OPS_BOGO, /* a stress-ng bogo op: 4096 method steps */
+	WORKLOAD_OPS_LOCKS, /* one acquisition of a lock */
 };
 
-/* Pages handed from an allocating CPU to a freeing one (cross-CPU free). */
-struct cross_free_mailbox {
-	spinlock_t lock;
-	struct page **pages;
-	unsigned long nr; /* 0: empty */
-	int closed; /* the producer has stopped */
-};
+/* stress-ng counts method steps and reports them >> VM_BOGO_SHIFT. */
+#define STRESS_NG_BOGO_SHIFT 12
 
+/* A workload's descriptor: what it is, whichever engine runs it. */
 struct workload {
 	const char *name;
 	const char *description; /* will-it-scale's testcase string */
 	unsigned long default_size_mib; /* per-task mapping size */
-	/* One iteration; returns 0, or -ENOMEM when memory ran out. */
-	int (*iteration)(struct task *t);
-	/* Optional: read the spec's "args" (NULL if none); 0 or -1 + @err. */
-	int (*configure)(const cJSON *args, char *err);
-	unsigned int pages_per_op; /* pages per op (stress-ng bogo ops), or 1 */
-	bool no_cross_free; /* cannot hand its pages to another CPU to free */
+	enum workload_ops ops;
+	unsigned int engines; /* enum workload_engines */
 };
 
-extern const struct workload page_fault1_workload;
-extern const struct workload mmap_fill_workload;
-extern const struct workload lock_repairman_workload;
-extern const struct workload page_fault2_workload;
-extern const struct workload page_fault3_workload;
-extern const struct workload stress_vm_workload;
+#if __has_attribute(retain)
+#define __registry_retain __attribute__((retain))
+#else
+#define __registry_retain
+#endif
 
+/*
+ * A registry entry: a pointer in linker section @sec. "used" and "retain"
+ * keep it through LTO and --gc-sections although no code names it; the
+ * registries reference the section through __start_/__stop_.
+ */
+#define __registry_entry(sec)                                         \
+	__attribute__((used, section(#sec), aligned(sizeof(void *)))) \
+	__registry_retain
+
+/* Walk registry @sec with @pos, a pointer to its entries' pointers. */
+#define for_each_registry_entry(pos, sec) \
+	for (pos = __start_##sec; pos < __stop_##sec; pos++)
+
+/*
+ * Define the descriptor of workload @id (a C identifier, which is also
+ * its name) as the symbol @id_workload, and register it.
+ */
+#define DEFINE_WORKLOAD(id, ...)                                            \
+	const struct workload id##_workload = { .name = #id, __VA_ARGS__ }; \
+	static const struct workload *const id##_workload_entry             \
+	__registry_entry(pcplab_workloads) = &id##_workload
+
+/* The workload called @name, whichever engines run it, or NULL. */
 const struct workload *find_workload(const char *name);
-const char *workload_names(void);
-
-/* Pages to map this iteration (the first is shorter, see workload.c). */
-unsigned long iteration_pages(struct task *t);
-/* Fault in @nr pages writing @bytes of each; every page is one "page op". */
-int fault_in(struct task *t, unsigned long nr, enum fault_kind kind,
-	     size_t bytes);
-/* The end of an iteration: munmap, or hand the pages to the partner CPU. */
-void iteration_unmap(struct task *t);
-/* The task's run is over: free what it still holds, on its own CPU. */
-void task_exit(struct task *t);
-/* The partner loop of a freeing CPU (cross-CPU free). */
-int cross_free_consumer_iteration(struct task *t);
-/* One iteration of @t: the workload's, or the freeing partner's loop. */
-int task_iteration(const struct workload *wl, struct task *t);
-/* Pair tasks 2k (allocates) and 2k+1 (frees) through mailboxes. */
-int cross_free_setup(struct task *tasks, int nr, unsigned long cap);
-void cross_free_teardown(struct task *tasks, int nr);
-/* Periodic per-task work: vmstat decay, measuring start, deadline. */
-void task_tick(struct task *t);
-
-static inline bool task_should_stop(const struct task *t)
-{
-	return READ_ONCE(*t->stop);
-}
+/* "a, b, c": the names of the workloads @engine (MODEL or HOST) runs, sorted. */
+const char *workload_names(unsigned int engine);
+/* Say in @err why @engine refuses workload @name (unknown, or not here). */
+void workload_refusal(const char *name, unsigned int engine, char *err,
+		      size_t len);
+/* [{name, description, default_size_mib, ops, engines}], sorted by name. */
+cJSON *workloads_json(void);
+/*
+ * The `workloads` command of an engine: check that @engine has a half for
+ * exactly the workloads whose descriptors name it (@runs_here says), and
+ * print workloads_json(). Returns the exit status.
+ */
+int workloads_main(unsigned int engine, bool (*runs_here)(const char *name));
 
 #endif

@@ -1,14 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The reproducer of the 2024 pcp_batch_scale_max thread: map N GiB
- * (default 6) of anonymous memory, fill every byte with 0xff, unmap; the
- * tasks run it in parallel. An op is one page faulted and filled.
+ * The 2024 reproducer on the running kernel (workload.c): an anonymous
+ * mapping, every byte filled with 0xff, munmap.
  */
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
 
-#include "workload.h"
+#include <pcplab/host_workload.h>
 
 static int mmap_fill_iteration(struct host_task *t)
 {
@@ -29,11 +28,5 @@ static int mmap_fill_iteration(struct host_task *t)
 	return 0;
 }
 
-const struct host_workload host_mmap_fill = {
-	.name = "mmap_fill",
-	.description = "mmap N GiB, fill every byte with 0xff, munmap",
-	.default_size_mib = 6144,
-	.ops_are_pages = true,
-	.memory_bytes = one_mapping_per_task,
-	.iteration = mmap_fill_iteration,
-};
+DEFINE_HOST_WORKLOAD(mmap_fill, .memory_bytes = one_mapping_per_task,
+		     .iteration = mmap_fill_iteration);

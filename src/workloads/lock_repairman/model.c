@@ -1,16 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The machine-repairman check of the simulator itself: every task thinks
- * for an exponential time (mean think_ns), takes one shared lock, holds it
- * for an exponential time (mean hold_ns) and lets go. The lock is then a
- * closed finite-source M/M/1//N queue whose utilisation and mean wait have
- * closed forms; run it on a machine without cache-line costs. An op is one
- * acquisition.
+ * The machine-repairman check on the model (workload.c): think, take the
+ * one shared lock, hold, let go. Run it on a machine without cache-line
+ * costs (ideal-queue) for the closed forms to hold.
  */
 #include <math.h>
 #include <stdio.h>
 
-#include <pcplab/workload.h>
+#include <pcplab/model_workload.h>
 
 static double think_ns = 10000, hold_ns = 1000;
 static spinlock_t repair_lock;
@@ -68,10 +65,5 @@ static int lock_repairman_configure(const cJSON *args, char *err)
 	return 0;
 }
 
-const struct workload lock_repairman_workload = {
-	.name = "lock_repairman",
-	.description = "exponential think, one shared lock, exponential hold",
-	.default_size_mib = 1,
-	.iteration = lock_repairman_iteration,
-	.configure = lock_repairman_configure,
-};
+DEFINE_MODEL_WORKLOAD(lock_repairman, .iteration = lock_repairman_iteration,
+		      .configure = lock_repairman_configure);

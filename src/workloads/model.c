@@ -1,32 +1,27 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The workload registry and the helpers every workload shares: faulting
- * pages in with the run's stop flag, op counting and periodic work.
+ * What the model halves of the workloads share (model_workload.h): their
+ * registry, faulting pages in with the run's stop flag, op counting,
+ * periodic work and the cross-CPU free partners.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <pcplab/workload.h>
+#include <pcplab/model_workload.h>
 
-static const struct workload *const workloads[] = {
-	&page_fault1_workload, &page_fault2_workload, &page_fault3_workload,
-	&mmap_fill_workload,   &stress_vm_workload,   &lock_repairman_workload,
-};
+extern const struct model_workload *const __start_pcplab_model_workloads[];
+extern const struct model_workload *const __stop_pcplab_model_workloads[];
 
-/* The workload called @name, or NULL. */
-const struct workload *find_workload(const char *name)
+/* The model half of the workload called @name, or NULL if it has none. */
+const struct model_workload *find_model_workload(const char *name)
 {
-	for (size_t i = 0; i < ARRAY_SIZE(workloads); i++)
-		if (!strcmp(workloads[i]->name, name))
-			return workloads[i];
+	const struct model_workload *const *pos;
+
+	for_each_registry_entry (pos, pcplab_model_workloads)
+		if (!strcmp((*pos)->desc->name, name))
+			return *pos;
 	return NULL;
-}
-
-/* The known workload names, for error messages. */
-const char *workload_names(void)
-{
-	return "page_fault1, page_fault2, page_fault3, mmap_fill, stress_vm, lock_repairman";
 }
 
 /* Note this CPU's totals at the start of a scale-max schedule step. */
@@ -228,7 +223,7 @@ void cross_free_teardown(struct task *tasks, int nr)
 }
 
 /* One iteration of @t: the workload's, or the freeing partner's loop. */
-int task_iteration(const struct workload *wl, struct task *t)
+int task_iteration(const struct model_workload *wl, struct task *t)
 {
 	if (t->cross_free_consumer)
 		return cross_free_consumer_iteration(t);

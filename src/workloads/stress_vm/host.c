@@ -1,18 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * stress-ng --vm: each worker maps its buffer (plus a PROT_NONE guard
- * page), runs one method pass over it, and unmaps, alternating between
- * two of stress-ng's methods, write64 and zero-one, with stress-ng's own
- * bogo-op accounting (a fine-grained count, reported >> 12). Pages are
- * first touched by a sequential write pass, as both methods do.
+ * stress-ng --vm on the running kernel (workload.c): each worker maps its
+ * buffer (plus a PROT_NONE guard page), runs one method pass over it, and
+ * unmaps, alternating between two of stress-ng's methods, write64 and
+ * zero-one, with stress-ng's own bogo-op accounting (a fine-grained count
+ * of method steps, reported >> STRESS_NG_BOGO_SHIFT). Pages are first
+ * touched by a sequential write pass, as both methods do.
  */
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
 
-#include "workload.h"
-
-#define VM_BOGO_SHIFT 12
+#include <pcplab/host_workload.h>
 
 /* The buffer and its guard page. */
 static u64 stress_vm_memory(u64 size, int tasks)
@@ -67,13 +66,5 @@ static int stress_vm_iteration(struct host_task *t)
 	return bit_errors ? -EIO : 0;
 }
 
-const struct host_workload host_stress_vm = {
-	.name = "stress_vm",
-	.description =
-		"stress-ng vm: write64 and zero-one passes over a private mapping",
-	.default_size_mib = 256,
-	.ops_are_pages = false,
-	.ops_shift = VM_BOGO_SHIFT,
-	.memory_bytes = stress_vm_memory,
-	.iteration = stress_vm_iteration,
-};
+DEFINE_HOST_WORKLOAD(stress_vm, .memory_bytes = stress_vm_memory,
+		     .iteration = stress_vm_iteration);

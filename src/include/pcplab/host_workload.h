@@ -1,16 +1,18 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The host workload contract, after will-it-scale's tests/X.c files: each
- * workload is one small file defining a struct host_workload whose
- * iteration() maps, touches and unmaps real memory of the running kernel,
- * counting its ops in a counter that the harness samples every second.
+ * The host half of a workload (src/workloads/<name>/host.c, see
+ * <pcplab/workload.h>), after will-it-scale's tests/X.c files: a struct
+ * host_workload whose iteration() maps, touches and unmaps real memory of
+ * the running kernel, counting its ops in a counter that the harness
+ * samples every second.
  */
 #ifndef PCPLAB_HOST_WORKLOAD_H
 #define PCPLAB_HOST_WORKLOAD_H
 
 #include <stddef.h>
 
-#include <pcplab/histogram.h>
+#include "histogram.h"
+#include "workload.h"
 
 /* The phases of a run; fault latencies are recorded per phase. */
 enum host_phase {
@@ -41,14 +43,9 @@ struct host_task {
 	unsigned long cycle; /* iterations done, for workloads that vary */
 };
 
+/* How pcplab-host runs a workload; the rest is its descriptor's. */
 struct host_workload {
-	const char *name;
-	const char *description; /* will-it-scale's testcase string */
-	unsigned long default_size_mib; /* per-task mapping size */
-	/* true if an op is one page first-touched (one counter serves both) */
-	bool ops_are_pages;
-	/* ops = counter >> ops_shift (stress-ng counts bogo ops as >> 12) */
-	unsigned int ops_shift;
+	const struct workload *desc;
 	/* Bytes of memory the run may hold at its peak, for @tasks tasks. */
 	u64 (*memory_bytes)(u64 size, int tasks);
 	/* Per-task setup before the start barrier; 0 or -errno. May be NULL. */
@@ -57,21 +54,37 @@ struct host_workload {
 	int (*iteration)(struct host_task *t);
 };
 
-extern const struct host_workload host_page_fault1;
-extern const struct host_workload host_page_fault2;
-extern const struct host_workload host_page_fault3;
-extern const struct host_workload host_mmap_fill;
-extern const struct host_workload host_stress_vm;
+/*
+ * Define and register the host half of workload @id, which
+ * DEFINE_WORKLOAD(@id, ...) describes in src/workloads/@id/workload.c.
+ */
+#define DEFINE_HOST_WORKLOAD(id, ...)                            \
+	extern const struct workload id##_workload;              \
+	const struct host_workload id##_host_workload = {        \
+		.desc = &id##_workload, __VA_ARGS__              \
+	};                                                       \
+	static const struct host_workload *const id##_host_entry \
+	__registry_entry(pcplab_host_workloads) = &id##_host_workload
 
-/* The workload called @name, or NULL. */
+/* The host half of the workload called @name, or NULL if it has none. */
 const struct host_workload *host_find_workload(const char *name);
-/* "page_fault1, page_fault2, ..." for error messages. */
-const char *host_workload_names(void);
+
+/* True if an op is one page first-touched: one counter serves both. */
+static inline bool host_ops_are_pages(const struct host_workload *wl)
+{
+	return wl->desc->ops == WORKLOAD_OPS_PAGES;
+}
+
+/* The ops counter counts stress-ng's method steps; ops are >> this. */
+static inline unsigned int host_ops_shift(const struct host_workload *wl)
+{
+	return wl->desc->ops == WORKLOAD_OPS_BOGO ? STRESS_NG_BOGO_SHIFT : 0;
+}
 
 /*
  * First-touch every page of [@base, @base + @len) with a write of @value,
  * timing each touch when the task is timed and counting a page (and, for
- * ops_are_pages workloads, an op) per page. Returns the pages touched,
+ * workloads whose ops are pages, an op) per page. Returns the pages touched,
  * fewer than asked when the run is stopping.
  */
 size_t touch_pages(struct host_task *t, char *base, size_t len, char value);

@@ -1,0 +1,47 @@
+"""The --workload option: its help names the workloads the engines list.
+
+The engines own the workloads (src/workloads/<name>/); the front end keeps
+no list of its own. The list is read from an engine only when a help page
+shows the option, so commands that do not show it start no engine. The
+engines themselves refuse a workload they do not run, in one line.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from pcplab import engine
+from pcplab.errors import EngineError
+
+
+def workload_help(engines: tuple[str, ...]) -> str:
+    """Say which workloads run on ENGINES, naming those that run on only some."""
+    try:
+        listed = engine.list_workloads()
+    except EngineError as exc:
+        return f"Workload (the engines cannot list them: {exc})."
+    if not listed:
+        return "Workload (no engine is built: run 'make setup')."
+    everywhere, some = [], []
+    for workload in listed:
+        where = [e for e in engines if e in workload["engines"]]
+        if where == list(engines):
+            everywhere.append(workload["name"])
+        elif where:
+            some.append(f"{workload['name']} ({', '.join(where)} only)")
+    return f"Workload: {', '.join(everywhere + some)}."
+
+
+class WorkloadOption(click.Option):
+    """A --workload option whose help lists the workloads of its engines."""
+
+    def __init__(self, *args: Any, engines: tuple[str, ...], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.engines = engines
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        """Fill in the help from the engines' list, then format it."""
+        self.help = workload_help(self.engines)
+        return super().get_help_record(ctx)
