@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 import tomli_w
 
-from pcplab import data, fidelity
+import pcplab
+from pcplab import data, experiments
 from pcplab.errors import BadInput
 
 CHECKOUT = Path(__file__).resolve().parents[1]
@@ -52,15 +53,15 @@ def test_reference_readme_names_every_csv() -> None:
 def test_the_package_holds_its_data(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without the variables, both directories are inside the imported package."""
     _unset_data_env(monkeypatch)
-    assert fidelity.reference_dir() == data.REFERENCE
-    assert fidelity.experiments_dir() == data.EXPERIMENTS
-    assert data.REFERENCE.parent == Path(fidelity.__file__).resolve().parent
+    assert data.reference_dir() == data.REFERENCE
+    assert data.experiments_dir() == data.EXPERIMENTS
+    assert data.REFERENCE.parent == Path(pcplab.__file__).resolve().parent
     assert (data.REFERENCE / "machines.csv").is_file()
     for name in EXPERIMENTS:
-        exp = fidelity.load_experiment(name)
+        exp = experiments.load_experiment(name)
         assert exp["name"] == name
         if name != "host":  # the host experiment has no published figures
-            assert fidelity.reference_rows(exp["reference"])
+            assert experiments.reference_rows(exp["reference"])
 
 
 def test_reference_order(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -70,15 +71,15 @@ def test_reference_order(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Non
     shutil.copytree(data.REFERENCE, env)
     shutil.copytree(data.REFERENCE, option)
     monkeypatch.setenv("PCPLAB_REFERENCE", str(env))
-    assert fidelity.reference_dir() == env
+    assert data.reference_dir() == env
     with data.reference_from(option) as chosen:
         assert chosen == option
-        assert fidelity.reference_dir() == option
-    assert fidelity.reference_dir() == env
+        assert data.reference_dir() == option
+    assert data.reference_dir() == env
     with data.reference_from(None) as chosen:
         assert chosen == env
     monkeypatch.delenv("PCPLAB_REFERENCE")
-    assert fidelity.reference_dir() == data.REFERENCE
+    assert data.reference_dir() == data.REFERENCE
 
 
 def test_experiments_from_the_variable(monkeypatch, tmp_path: Path) -> None:
@@ -86,13 +87,13 @@ def test_experiments_from_the_variable(monkeypatch, tmp_path: Path) -> None:
     _unset_data_env(monkeypatch)
     shutil.copy(data.EXPERIMENTS / "host.toml", tmp_path)
     monkeypatch.setenv("PCPLAB_EXPERIMENTS", str(tmp_path))
-    assert fidelity.experiments_dir() == tmp_path
-    assert fidelity.load_experiment("host")["name"] == "host"
+    assert data.experiments_dir() == tmp_path
+    assert experiments.load_experiment("host")["name"] == "host"
     with pytest.raises(BadInput, match="experiment aaron2018 has no"):
-        fidelity.load_experiment("aaron2018")
+        experiments.load_experiment("aaron2018")
     monkeypatch.setenv("PCPLAB_EXPERIMENTS", str(tmp_path / "nonexistent"))
     with pytest.raises(BadInput, match="is not a directory"):
-        fidelity.experiments_dir()
+        data.experiments_dir()
 
 
 def test_reproduce_outside_the_checkout(pcplab, tmp_path: Path, monkeypatch) -> None:
@@ -104,10 +105,10 @@ def test_reproduce_outside_the_checkout(pcplab, tmp_path: Path, monkeypatch) -> 
     assert not (work.parent / "shared").exists()
     proc = pcplab("reproduce", "aaron2018", "--quick", "--out", work / "r")
     assert proc.returncode == 0, proc.stderr
-    batches = fidelity.load_experiment("aaron2018")["quick"]["batch"]
+    batches = experiments.load_experiment("aaron2018")["quick"]["batch"]
     published = [
         r
-        for r in fidelity.reference_rows("aaron2018_page_fault1_batch_sweep")
+        for r in experiments.reference_rows("aaron2018_page_fault1_batch_sweep")
         if int(r["batch"]) in batches
     ]
     with open(work / "r" / "aaron2018.csv", newline="") as f:

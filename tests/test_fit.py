@@ -8,12 +8,13 @@ import tomllib
 
 import pytest
 
-from pcplab import fidelity, fit, machines, tolerance
+from pcplab import data, experiments, fidelity, fit, machines, tolerance
 from pcplab.errors import BadInput
+from pcplab.experiments._common import profile_for
 
 
 def _aaron_row(machine, batch, score, pub, change=0.0, change_pub=0.0):
-    """Return a 2018 result row as fidelity.aaron2018 does."""
+    """Return a 2018 result row as the aaron2018 experiment does."""
     return {
         "machine": machine,
         "batch": batch,
@@ -34,7 +35,7 @@ def test_residuals_are_errors_in_tolerances():
         _aaron_row("M", 31, 110.0, 100.0),
         _aaron_row("M", 63, 100.0, 100.0, change=5.0, change_pub=0.0),
     ]
-    res = {what: value for _, what, value in tolerance.residuals({"aaron2018": rows})}
+    res = {what: value for _, what, value in experiments.residuals({"aaron2018": rows})}
     assert res["score@31"] == pytest.approx(1.0)
     assert res["score@63"] == pytest.approx(0.0)
     assert res["change@63"] == pytest.approx(1.0)
@@ -45,11 +46,11 @@ def test_residuals_are_errors_in_tolerances():
 
 def test_a_ratio_miss_counts_the_same_above_and_below():
     """Twice and half the published figure are equally far from it."""
-    kind = tolerance.KINDS["ratio"]
+    kind = experiments.kinds()["ratio"]
     assert kind.residual(2.0, 1.0) == pytest.approx(1.0)
     assert kind.residual(0.5, 1.0) == pytest.approx(-1.0)
     assert kind.error(1.0) == "2.00x"
-    assert tolerance.KINDS["score"].error(1.0) == "+10.0%"
+    assert experiments.kinds()["score"].error(1.0) == "+10.0%"
 
 
 def test_worst_by_machine_keeps_the_largest_miss():
@@ -95,19 +96,19 @@ def test_reference_machines_have_profiles():
     owner = fidelity.reference_machines()
     assert {"Haswell-EP", "Sandybridge-Desktop", "Cascade Lake Server"} <= set(owner)
     for machine, name in owner.items():
-        profile = fidelity.profile_for(fidelity.load_experiment(name), machine)
+        profile = profile_for(experiments.load_experiment(name), machine)
         machines.load_profile(profile)
 
 
 def test_an_unmapped_reference_machine_is_one_line(tmp_path, monkeypatch):
     """A reference row whose machine has no profile: BadInput, not KeyError."""
     target = tmp_path / "experiments"
-    shutil.copytree(fidelity.experiments_dir(), target)
+    shutil.copytree(data.experiments_dir(), target)
     path = target / "aaron2018.toml"
     path.write_text(path.read_text().replace('"Haswell-EP" = "haswell-ep"\n', ""))
     monkeypatch.setenv("PCPLAB_EXPERIMENTS", str(target))
     with pytest.raises(BadInput, match="'Haswell-EP' of aaron2018 has no machine"):
-        fidelity.aaron2018(True, 1)
+        experiments.get("aaron2018").run(True, 1)
 
 
 def test_a_small_fit_does_not_get_worse():
@@ -115,7 +116,7 @@ def test_a_small_fit_does_not_get_worse():
     space = fit.Space.from_file(["fault_cycles_4"])
     start = {**machines.constants(), "fault_cycles_4": 900.0}
     only = ["Haswell-Desktop"]
-    before = tolerance.residuals(fit.evaluate(start, only, 2))
+    before = experiments.residuals(fit.evaluate(start, only, 2))
     cost = 0.5 * sum(v * v for *_, v in before)
     result = fit.fit(space, start, only, 2, max_nfev=3)
     assert result.cost <= cost + 1e-9

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import tomli_w
 
-from pcplab import data, fidelity
+from pcplab import data, experiments
 
 EXPERIMENTS = data.EXPERIMENTS  # the experiments the installed package ships
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -74,7 +74,7 @@ def test_yafang2024_histograms_and_report(pcplab, tmp_path: Path) -> None:
     proc = pcplab("reproduce", "yafang2024", "--quick", "--out", out)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    published = fidelity.reference_rows("yafang2024_rmqueue_bulk_summary")
+    published = experiments.reference_rows("yafang2024_rmqueue_bulk_summary")
     # A model and a published histogram per scale max, each in bcc's layout,
     # and as root one more of this kernel's refills (tracepoint bursts).
     kernel = sum(1 for line in lines if line.startswith("this host's kernel"))
@@ -105,7 +105,7 @@ def test_yafang2024_histograms_and_report(pcplab, tmp_path: Path) -> None:
     data = json.loads((out / "yafang2024_summary.json").read_text())
     assert [float(r["avg_ns"]) for r in summary] == [r["avg_ns"] for r in data]
     hist = _csv_rows(out / "yafang2024_histogram.csv")
-    ref_hist = fidelity.reference_rows("yafang2024_rmqueue_bulk_funclatency")
+    ref_hist = experiments.reference_rows("yafang2024_rmqueue_bulk_funclatency")
     assert len([r for r in hist if r["source"] == "published"]) == len(ref_hist)
     _check_png(out / "yafang2024_histogram.png")
     index = _check_index(out)
@@ -129,7 +129,7 @@ def test_aaron2018_layout_and_rows(pcplab, tmp_path: Path, monkeypatch) -> None:
     lines = proc.stdout.splitlines()
     published = [
         r
-        for r in fidelity.reference_rows("aaron2018_page_fault1_batch_sweep")
+        for r in experiments.reference_rows("aaron2018_page_fault1_batch_sweep")
         if int(r["batch"]) in batches
     ]
     machines = {r["machine"] for r in published}
@@ -158,7 +158,7 @@ def test_hahn2025_policies(pcplab, tmp_path: Path, monkeypatch) -> None:
     rows = _csv_rows(out / "hahn2025.csv")
     published = [
         r
-        for r in fidelity.reference_rows("hahn2025_relinquish_stress_ng")
+        for r in experiments.reference_rows("hahn2025_relinquish_stress_ng")
         if r["metric"] == "bogo ops/s (real)"
     ]
     assert len(rows) == len(published) + 1  # and the 316-CPU machine

@@ -536,19 +536,19 @@ def fidelity_command(
     """Run the reference experiments on the sim engine; print model vs published."""
     from pcplab import fidelity, fidelity_doc, fit
 
-    unknown = sorted(set(names) - set(fidelity.EXPERIMENTS))
+    runners = fidelity.runners()
+    unknown = sorted(set(names) - set(runners))
     if unknown:
         raise BadInput(
-            f"unknown experiment {', '.join(unknown)}; "
-            f"known: {', '.join(fidelity.EXPERIMENTS)}"
+            f"unknown experiment {', '.join(unknown)}; known: {', '.join(runners)}"
         )
-    for name in names or fidelity.EXPERIMENTS:
+    for name in names or runners:
         data.experiment_file(name)  # every spec is there before anything runs
     check_output_file(out, "--out")
     check_output_file(json_out, "--json")
     results = {
         name: run_one(quick, jobs)
-        for name, run_one in fidelity.EXPERIMENTS.items()
+        for name, run_one in runners.items()
         if not names or name in names
     }
     owner = fidelity.reference_machines()

@@ -8,7 +8,8 @@ least_squares, and judges the fit on machines it has not seen: leave one
 machine out, fit on the rest, predict it.
 
 Every residual is an error divided by the tolerance the project holds the
-model to (pcplab.tolerance), so a residual of 1 is a miss at the edge of
+model to (each experiment module names its kinds of figure and tolerances:
+pcplab.experiments), so a residual of 1 is a miss at the edge of
 tolerance, whatever the metric.
 """
 
@@ -25,7 +26,7 @@ from scipy.optimize import least_squares
 
 from pcplab import fidelity, machines
 from pcplab.errors import BadInput
-from pcplab.tolerance import residuals
+from pcplab.experiments import residuals
 
 
 def evaluate(

@@ -1,9 +1,10 @@
 """`pcplab reproduce`: run the reference experiments and write the report folder.
 
-Each experiment of pcplab/experiments/*.toml is run (sim engine, or this
-host's kernel for `host`), printed in its thread's layout beside the
-published figures of pcplab/reference/*.csv (pcplab.data says how to read
-others), and written into the report folder (CSV, JSON, PNG, index.md).
+Each experiment of pcplab.experiments (a module and a TOML each) is run
+(on the sim engine, or on this host's kernel where its module says so),
+printed in its thread's layout beside the published figures of
+pcplab/reference/*.csv (pcplab.data says how to read others), and written
+into the report folder (CSV, JSON, PNG, index.md).
 """
 
 from __future__ import annotations
@@ -16,66 +17,9 @@ from typing import Any
 
 import click
 
-from pcplab import data, fidelity, machines, report, sweep
+from pcplab import data, experiments, report, sweep
 from pcplab.errors import BadInput
 from pcplab.inputs import AsciiIntRange, check_output_dir
-
-MIB = 1 << 20
-NAMES = (*fidelity.EXPERIMENTS, "host")
-
-
-def _mem_available() -> int:
-    """Return MemAvailable in bytes."""
-    from pcplab.memguard import mem_available_bytes
-
-    return mem_available_bytes()
-
-
-def host_experiment(
-    quick: bool, workers: int, *, scheduler: Any = None
-) -> list[dict[str, Any]]:
-    """Run page_fault1 and mmap_fill on this kernel per high fraction, and the model."""
-    exp = fidelity.load_experiment("host")
-    mode = exp["quick" if quick else "full"]
-    cpus = os.cpu_count() or 1
-    size = max(16, int(_mem_available() * exp["memory_share"] / cpus / MIB))
-    rows = []
-    for workload in exp["workloads"]:
-        base = {
-            **exp["spec"],
-            "workload": workload,
-            "tasks": cpus,
-            "duration_s": mode["duration_s"],
-        }
-        if workload == "mmap_fill":
-            base["size_mib"] = size
-        for fraction in mode["high_fraction"]:
-            spec = {**base, "high_fraction": fraction}
-            # The kernel's sysctl is global: host runs go one at a time.
-            kernel = sweep.run_specs([{**spec, "engine": "host"}], 1, desc="host")[0]
-            model = sweep.run_specs(
-                [{**spec, "engine": exp["model_engine"]}],
-                workers,
-                scheduler=scheduler,
-                desc="host model",
-            )[0]
-            for engine_name, res in (("host", kernel), (exp["model_engine"], model)):
-                lat = (res.get("latency_ns") or {}).get("rmqueue_bulk") or {}
-                if not lat:  # the kernel's refills from tracepoint bursts
-                    refill = (res.get("tracing") or {}).get("refill") or {}
-                    lat = refill.get("span_ns") or {}
-                rows.append(
-                    {
-                        "workload": workload,
-                        "high_fraction": fraction,
-                        "engine": engine_name,
-                        "pages_per_s": res["throughput"]["pages_per_s"],
-                        "rmqueue_bulk_avg_ns": lat.get("avg"),
-                        "rmqueue_bulk_p99_ns": lat.get("p99"),
-                        "log2_hist": lat.get("log2_hist") or [],
-                    }
-                )
-    return rows
 
 
 def _use_reference(ctx: click.Context, _param: click.Parameter, value: Any) -> None:
@@ -96,21 +40,33 @@ def reference_option(command: Callable[..., Any]) -> Callable[..., Any]:
     )(command)
 
 
-def _runner(name: str) -> Callable[..., list[dict[str, Any]]]:
-    """Return the function that runs experiment NAME."""
-    return host_experiment if name == "host" else fidelity.EXPERIMENTS[name]
-
-
 def check_names(names: Sequence[str]) -> list[str]:
     """Expand "all" and refuse unknown experiment names."""
+    known = experiments.names()
     if not names or "all" in names:
-        return list(NAMES)
-    unknown = [n for n in names if n not in NAMES]
+        return known
+    unknown = [n for n in names if n not in known]
     if unknown:
         raise BadInput(
-            f"unknown experiment {', '.join(unknown)}; allowed: all, {', '.join(NAMES)}"
+            f"unknown experiment {', '.join(unknown)}; allowed: all, {', '.join(known)}"
         )
     return list(dict.fromkeys(names))
+
+
+def check_options(chosen: Sequence[str], options: dict[str, Sequence[str]]) -> None:
+    """Refuse an experiment's option without the experiment, or a bad value of it."""
+    declared = experiments.options()
+    for key, values in options.items():
+        option, owners = declared[key]
+        if values and not set(owners) & set(chosen):
+            them = " or ".join(owners)
+            raise BadInput(
+                f"{option.flag} is an option of {them}; run {them} too (or all), "
+                f"or drop {option.flag}"
+            )
+        if option.check:
+            for value in values:
+                option.check(value)
 
 
 def run_experiments(
@@ -119,22 +75,23 @@ def run_experiments(
     quick: bool,
     jobs: int,
     scheduler: Any = None,
-    extra_machines: Sequence[str] = (),
+    **options: Sequence[str],
 ) -> tuple[dict[str, list[dict[str, Any]]], dict[str, str]]:
-    """Run the named experiments; return their rows and notes on skipped ones."""
+    """Run the named experiments; return their rows and notes on skipped ones.
+
+    OPTIONS are the experiments' own (OPTIONS of their modules): each goes,
+    when given, to the experiments that take it.
+    """
     results: dict[str, list[dict[str, Any]]] = {}
     notes: dict[str, str] = {}
     for name in check_names(names):
-        if name == "host" and os.geteuid() != 0:
-            notes[name] = (
-                "skipped: the host experiment sweeps vm.percpu_pagelist_high_fraction"
-                " and needs root; run pcplab reproduce host as root"
-            )
+        experiment = experiments.get(name)
+        skip = experiment.skip_reason()
+        if skip:
+            notes[name] = skip
             continue
-        options: dict[str, Any] = {"scheduler": scheduler}
-        if name == "aaron2018" and extra_machines:
-            options["extra_machines"] = extra_machines
-        results[name] = _runner(name)(quick, jobs, **options)
+        mine = {k: v for k, v in options.items() if v and k in experiment.options}
+        results[name] = experiment.run(quick, jobs, scheduler=scheduler, **mine)
     return results, notes
 
 
@@ -148,13 +105,28 @@ def write(
     out.mkdir(parents=True, exist_ok=True)
     texts, files = {}, {}
     for name, rows in results.items():
-        texts[name] = report.render_text(name, rows, fidelity.load_experiment(name))
+        experiment = experiments.get(name)
+        texts[name] = experiment.text(rows, experiment.spec())
         files[name] = report.write_experiment(name, rows, texts[name], out)
     index = report.write_index(out, results, texts, files, notes, header)
     return texts, index
 
 
-@click.command("reproduce", short_help="Run the reference experiments; write a report.")
+def experiment_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Add the options the experiments take (OPTIONS of their modules) to COMMAND."""
+    for key, (option, _) in reversed(experiments.options().items()):
+        command = click.option(
+            option.flag, key, multiple=True, metavar=option.metavar, help=option.help
+        )(command)
+    return command
+
+
+@click.command(
+    "reproduce",
+    short_help="Run the reference experiments; write a report.",
+    help="Run NAMES (or all) of the reference experiments; print and write the "
+    f"report.\n\nNAMES: all, {', '.join(experiments.names())}.",
+)
 @click.argument("names", nargs=-1)
 @click.option("--quick", is_flag=True, help="Fewer rows, shorter runs.")
 @click.option(
@@ -174,13 +146,7 @@ def write(
 @click.option(
     "--scheduler", metavar="ADDRESS", help="Run on the Dask cluster at ADDRESS."
 )
-@click.option(
-    "--machine",
-    "extra_machines",
-    multiple=True,
-    metavar="NAME",
-    help="Also run aaron2018's grid on this profile (model only).",
-)
+@experiment_options
 @reference_option
 def reproduce_command(
     names: tuple[str, ...],
@@ -188,31 +154,18 @@ def reproduce_command(
     out: str,
     jobs: int,
     scheduler: str | None,
-    extra_machines: tuple[str, ...],
+    **options: tuple[str, ...],
 ) -> None:
-    """Run NAMES (or all) of the reference experiments; print and write the report.
-
-    NAMES: all, aaron2018, ying2023, yafang2024, hahn2025, host.
-    """
+    """Run NAMES (or all) of the reference experiments; print and write the report."""
     chosen = check_names(names)
     for name in chosen:
         data.experiment_file(name)  # every spec is there before anything runs
-    if extra_machines and "aaron2018" not in chosen:
-        raise BadInput(
-            "--machine adds machines to aaron2018's grid; run aaron2018 too "
-            "(or all), or drop --machine"
-        )
-    for machine in extra_machines:
-        machines.load_profile(machine)
+    check_options(chosen, options)
     sweep.check_scheduler(scheduler)
     target = check_output_dir(out, "--out")
     start = time.monotonic()
     results, notes = run_experiments(
-        names,
-        quick=quick,
-        jobs=jobs,
-        scheduler=scheduler,
-        extra_machines=extra_machines,
+        names, quick=quick, jobs=jobs, scheduler=scheduler, **options
     )
     header = (
         f"Generated by `pcplab reproduce {' '.join(names) or 'all'}"

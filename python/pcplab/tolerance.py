@@ -5,12 +5,14 @@ A figure of a machine the fit has not seen must be within its tolerance
 of magnitude at most 1 is a hit, whatever the figure. Ratios are compared
 in log space, so that a miss by 2x counts the same above and below; a
 ratio tolerance of 10% is a log ratio of log(1.10).
+
+Each experiment module (pcplab.experiments) names its own kinds of figure
+and computes its residuals with `add`; the registry gathers them.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +23,6 @@ Residual = tuple[str, str, float]  # (reference machine, kind@row, residual)
 class Kind:
     """One kind of published figure: how an error is measured and its bound."""
 
-    experiment: str
     ratio: bool  # a relative error (log ratio) rather than a difference
     tolerance: float  # 0.10 = 10% for a ratio; points for a difference
     label: str
@@ -53,21 +54,6 @@ class Kind:
         return f"{100 * self.tolerance:g}%"
 
 
-KINDS = {
-    "score": Kind("aaron2018", True, 0.10, "score"),
-    "change": Kind("aaron2018", False, 5, "change from batch 31"),
-    "zone": Kind("aaron2018", False, 10, "zone->lock contention"),
-    "lru": Kind("aaron2018", False, 10, "LRU lock contention"),
-    "throughput": Kind("ying2023", True, 0.10, "per-task pages/s"),
-    "free_avg": Kind("ying2023", True, 0.30, "free hold avg"),
-    "alloc_avg": Kind("ying2023", True, 0.30, "alloc hold avg"),
-    "free_p99": Kind("ying2023", True, 0.40, "free hold 99%"),
-    "alloc_p99": Kind("ying2023", True, 0.40, "alloc hold 99%"),
-    "avg": Kind("yafang2024", True, 0.50, "rmqueue_bulk avg"),
-    "ratio": Kind("yafang2024", True, 1.0, "avg ratio 5 -> 0"),
-}
-
-
 def log_ratio(model: float | None, published: float | None) -> float | None:
     """Return log(model / published), or None where either is missing or 0."""
     if not model or not published or model <= 0 or published <= 0:
@@ -75,70 +61,26 @@ def log_ratio(model: float | None, published: float | None) -> float | None:
     return math.log(model / published)
 
 
-def _add(out: list[Residual], machine: str, kind: str, row: Any, m: Any, p: Any):
-    """Append the residual of one figure, where it can be told."""
-    r = KINDS[kind].residual(m, p)
+def add(
+    out: list[Residual],
+    kinds: dict[str, Kind],
+    machine: str,
+    kind: str,
+    row: Any,
+    model: float | None,
+    published: float | None,
+) -> None:
+    """Append the residual of one figure of KINDS[KIND], where it can be told."""
+    r = kinds[kind].residual(model, published)
     if r is not None:
         out.append((machine, f"{kind}@{row}", r))
 
 
-def _aaron(rows: list[dict[str, Any]]) -> list[Residual]:
-    """Residuals of the 2018 sweep rows: score, change, zone and LRU."""
-    out: list[Residual] = []
-    first = {}
-    for r in rows:
-        first.setdefault(r["machine"], r["batch"])
-    for r in rows:
-        if r["score_published"] is None:
-            continue
-        m, b = r["machine"], r["batch"]
-        _add(out, m, "score", b, r["score"], r["score_published"])
-        if b != first[m]:
-            _add(out, m, "change", b, r["change_pct"], r["change_published"])
-        _add(out, m, "zone", b, r["zone_contention"], r["zone_published"])
-        _add(out, m, "lru", b, r["lru_contention"], r["lru_published"])
-    return out
-
-
-def _ying(rows: list[dict[str, Any]]) -> list[Residual]:
-    """Residuals of the 2023 rows: per-task throughput and hold times."""
-    out: list[Residual] = []
-    for r in rows:
-        m, b = r["machine"], r["batch"]
-        _add(out, m, "throughput", b, r["throughput"], r["throughput_published"])
-        for kind in ("free_avg", "alloc_avg", "free_p99", "alloc_p99"):
-            _add(out, m, kind, b, r[f"{kind}_us"], r[f"{kind}_published"])
-    return out
-
-
-def _yafang(rows: list[dict[str, Any]]) -> list[Residual]:
-    """Residuals of the 2024 rows: each average, and the 5 -> 0 ratio."""
-    out: list[Residual] = []
-    by_max = {r["scale_max"]: r for r in rows if not r.get("host")}
-    for s, r in by_max.items():
-        _add(out, r["machine"], "avg", s, r["avg_ns"], r["avg_published"])
-    if 5 in by_max and 0 in by_max and by_max[0]["avg_ns"]:
-        hi, lo = by_max[5], by_max[0]
-        model = hi["avg_ns"] / lo["avg_ns"]
-        published = hi["avg_published"] / lo["avg_published"]
-        _add(out, hi["machine"], "ratio", "5/0", model, published)
-    return out
-
-
-RESIDUALS: dict[str, Callable[[list[dict[str, Any]]], list[Residual]]] = {
-    "aaron2018": _aaron,
-    "ying2023": _ying,
-    "yafang2024": _yafang,
-}
-
-
-def residuals(results: dict[str, list[dict[str, Any]]]) -> list[Residual]:
-    """Return (machine, kind@row, residual in tolerances) for every figure."""
-    out = []
-    for name, rows in results.items():
-        if name in RESIDUALS:
-            out += RESIDUALS[name](rows)
-    return out
+def error_pct(model: float, published: float) -> float | None:
+    """Return the model's relative error against the published figure, in %."""
+    if not published:
+        return None
+    return 100.0 * (model - published) / published
 
 
 def worst_by_machine(res: list[Residual]) -> dict[str, dict[str, tuple[str, float]]]:

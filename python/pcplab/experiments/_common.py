@@ -1,0 +1,106 @@
+"""What every experiment module reads and runs: its TOML, its reference rows, sim specs.
+
+The experiment specs and the published figures are found by pcplab.data
+($PCPLAB_EXPERIMENTS, --reference, $PCPLAB_REFERENCE, else the package's).
+"""
+
+from __future__ import annotations
+
+import csv
+import tomllib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pcplab import data, machines, sweep
+from pcplab.errors import BadInput
+
+
+def own_name(module: str) -> str:
+    """Return an experiment's name from its module's __name__ ("aaron2018")."""
+    return module.rpartition(".")[2]
+
+
+def reference_rows(name: str) -> list[dict[str, str]]:
+    """Return the rows of the reference CSV NAME.csv."""
+    with open(data.reference_file(name), newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def load_experiment(name: str) -> dict[str, Any]:
+    """Return the experiment spec NAME.toml as a dict (its name added)."""
+    with open(data.experiment_file(name), "rb") as f:
+        spec = tomllib.load(f)
+    spec["name"] = name
+    return spec
+
+
+def heading(name: str) -> list[str]:
+    """Return the heading of experiment NAME's section of docs/fidelity.md."""
+    return [f"## {name}: {load_experiment(name)['title']}", ""]
+
+
+def mode_table(
+    exp: dict[str, Any], quick: bool, mode: str | None = None
+) -> dict[str, Any]:
+    """Return the experiment's [quick] or [full] table, or the one named MODE."""
+    return exp[mode or ("quick" if quick else "full")]
+
+
+def timing(mode: dict[str, Any]) -> dict[str, float]:
+    """Return the duration (and warm-up, where the mode sets one) of a mode."""
+    return {k: mode[k] for k in ("duration_s", "warmup_s") if k in mode}
+
+
+def keep(
+    rows: list[dict[str, str]], only: Sequence[str] | None
+) -> list[dict[str, str]]:
+    """Return the reference rows of the machines ONLY names (all if None)."""
+    return rows if only is None else [r for r in rows if r["machine"] in only]
+
+
+def profile_for(exp: dict[str, Any], machine: str) -> str:
+    """Return the sim profile of reference MACHINE, or refuse in one line."""
+    profile = exp.get("machines", {}).get(machine)
+    if profile is None:
+        raise BadInput(
+            f"reference machine '{machine}' of {exp['name']} has no machine "
+            f"profile; map it in [machines] of {data.experiment_file(exp['name'])}"
+        )
+    return profile
+
+
+def sim_spec(
+    machine: str, constants: dict[str, float] | None = None, **spec: Any
+) -> dict[str, Any]:
+    """Return a sim spec on MACHINE's profile (loaded where it runs).
+
+    CONSTANTS, when given, replace the global constants of constants.toml
+    (what `pcplab fit` tries); the profile is then loaded here.
+    """
+    if constants is None:
+        return {"engine": "sim", "machine": machine, **spec}
+    profile = machines.load_profile(machine)
+    profile["constants"] = {**profile["constants"], **constants}
+    return {"engine": "sim", "machine": profile, **spec}
+
+
+def run_specs(
+    name: str, specs: list[dict[str, Any]], workers: int, scheduler: Any
+) -> list[dict[str, Any]]:
+    """Run the specs of experiment NAME in parallel, with a progress bar."""
+    return sweep.run_specs(specs, workers, scheduler=scheduler, desc=name)
+
+
+@dataclass(frozen=True)
+class Option:
+    """An option of `pcplab reproduce` an experiment takes (OPTIONS of its module).
+
+    The value (a tuple: the option may be given more than once) reaches the
+    module's run() as the keyword the module names it by, when given.
+    """
+
+    flag: str  # "--machine"
+    metavar: str
+    help: str
+    check: Callable[[str], Any] | None = None  # raises BadInput on a bad value

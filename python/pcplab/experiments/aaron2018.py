@@ -1,0 +1,231 @@
+"""aaron2018: Aaron Lu's page_fault1 batch sweep on 4.18, five LKP machines.
+
+linux-mm 2018, "mm, page_alloc: double zone's batchsize" (d8a759b57035):
+will-it-scale page_fault1, one task per CPU, pcp->batch 31..511; the score,
+its change from batch 31 and the zone and LRU lock contention.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pcplab import charts, machines
+from pcplab.experiments._common import (
+    Option,
+    heading,
+    keep,
+    load_experiment,
+    mode_table,
+    own_name,
+    profile_for,
+    reference_rows,
+    run_specs,
+    sim_spec,
+    timing,
+)
+from pcplab.render import (
+    by_machine,
+    err,
+    errors,
+    index_by,
+    line,
+    md_table,
+    pair,
+    three,
+    with_errors,
+)
+from pcplab.tolerance import Kind, Residual, add
+
+NAME = own_name(__name__)
+ORDER = 2018
+FITTED = True
+OPTIONS = {
+    "extra_machines": Option(
+        "--machine",
+        "NAME",
+        "Also run aaron2018's grid on this profile (model only).",
+        check=machines.load_profile,
+    )
+}
+KINDS = {
+    "score": Kind(True, 0.10, "score"),
+    "change": Kind(False, 5, "change from batch 31"),
+    "zone": Kind(False, 10, "zone->lock contention"),
+    "lru": Kind(False, 10, "LRU lock contention"),
+}
+
+
+def run(
+    quick: bool,
+    workers: int,
+    *,
+    scheduler: Any = None,
+    extra_machines: Sequence[str] = (),
+    mode: str | None = None,
+    only: Sequence[str] | None = None,
+    constants: dict[str, float] | None = None,
+) -> list[dict[str, Any]]:
+    """Run page_fault1, 4.18, one task per CPU, batch 31..511, five machines."""
+    exp = load_experiment(NAME)
+    table = mode_table(exp, quick, mode)
+    rows = keep(reference_rows(exp["reference"]), only)
+    if "batch" in table:
+        kept = set(table["batch"])
+        rows = [r for r in rows if int(r["batch"]) in kept]
+    batches = sorted({int(r["batch"]) for r in rows})
+    profiles = [(r["machine"], profile_for(exp, r["machine"]), r) for r in rows]
+    for extra in [*exp.get("extra_machines", []), *extra_machines]:
+        profiles += [(extra, extra, {"batch": str(b)}) for b in batches]
+    base_spec = {**exp["spec"], **timing(table)}
+    specs = [
+        sim_spec(profile, constants, **base_spec, batch=int(row["batch"]))
+        for _, profile, row in profiles
+    ]
+    results = run_specs(NAME, specs, workers, scheduler)
+    base: dict[str, float] = {}
+    out = []
+    for (label, _, row), res in zip(profiles, results, strict=True):
+        score = res["throughput"]["ops_per_s"]
+        base.setdefault(label, score)
+        c = res["contention"]
+
+        def published(key: str, row: dict[str, str] = row) -> float | None:
+            return float(row[key]) if key in row else None
+
+        out.append(
+            {
+                "machine": label,
+                "batch": int(row["batch"]),
+                "score": score,
+                "score_published": published("score"),
+                "change_pct": 100.0 * (score / base[label] - 1),
+                "change_published": published("change_pct"),
+                "zone_contention": c["zone_lock_pct"],
+                "zone_published": published("zone_contention_pct"),
+                "lru_contention": c["lru_lock_pct"],
+                "lru_published": published("lru_contention_pct"),
+                "total_contention": c["total_pct"],
+                "total_published": published("total_contention_pct"),
+            }
+        )
+    return out
+
+
+def residuals(rows: list[dict[str, Any]]) -> list[Residual]:
+    """Residuals of the 2018 sweep rows: score, change, zone and LRU."""
+    out: list[Residual] = []
+    first = {}
+    for r in rows:
+        first.setdefault(r["machine"], r["batch"])
+    for r in rows:
+        if r["score_published"] is None:
+            continue
+        m, b = r["machine"], r["batch"]
+        add(out, KINDS, m, "score", b, r["score"], r["score_published"])
+        if b != first[m]:
+            add(out, KINDS, m, "change", b, r["change_pct"], r["change_published"])
+        add(out, KINDS, m, "zone", b, r["zone_contention"], r["zone_published"])
+        add(out, KINDS, m, "lru", b, r["lru_contention"], r["lru_published"])
+    return out
+
+
+def text(rows: list[dict[str, Any]], spec: dict[str, Any]) -> str:
+    """Return Aaron Lu's table per machine: model/published, score error."""
+    layout = spec["layout"]
+    out = []
+    for machine, group in by_machine(rows).items():
+        out += [f"{machine}: model/published (score error in brackets)", layout]
+        for r in group:
+            score = pair(r["score"], r["score_published"], ".0f")
+            out.append(
+                line(
+                    layout,
+                    [
+                        str(r["batch"]),
+                        f"{score} ({err(r['score'], r['score_published'])})",
+                        pair(r["change_pct"], r["change_published"], "+.2f", "%"),
+                        pair(r["zone_contention"], r["zone_published"], ".0f", "%"),
+                        pair(r["lru_contention"], r["lru_published"], ".0f", "%"),
+                        pair(r["total_contention"], r["total_published"], ".0f", "%"),
+                    ],
+                )
+            )
+        out.append("")
+    return "\n".join(out)
+
+
+def tables(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Return one table: every row with the error of each published figure."""
+    pairs = {
+        "score": "score_published",
+        "zone_contention": "zone_published",
+        "lru_contention": "lru_published",
+        "total_contention": "total_published",
+    }
+    return {NAME: [with_errors(r, pairs) for r in rows]}
+
+
+def plots(rows: list[dict[str, Any]], out: Path) -> list[Path]:
+    """Plot the score and zone->lock contention against batch."""
+    return [
+        charts.against_batch(
+            out / f"{NAME}_throughput.png",
+            rows,
+            [
+                ("score", "score_published", "score (pages/s)"),
+                ("zone_contention", "zone_published", "zone->lock contention %"),
+            ],
+            f"{NAME}: page_fault1 score and zone->lock contention",
+        )
+    ]
+
+
+def section(rows: list[dict[str, Any]], cv: list[dict[str, Any]]) -> list[str]:
+    """Return the docs/fidelity.md table: in-sample / left out / published."""
+    left = index_by(cv, "batch")
+    lines = [
+        *heading(NAME),
+        "Score in pages/s, contention in % of all CPU time: in-sample / "
+        "left out / published; the errors are the in-sample and the left-out "
+        "one.",
+        "",
+    ]
+    cells = []
+    for r in rows:
+        if r["score_published"] is None:  # a profile beyond the thread's
+            continue
+        o = left.get((r["machine"], r["batch"]))
+        cells.append(
+            [
+                r["machine"],
+                r["batch"],
+                three(r["score"], o, "score", r["score_published"], ".0f"),
+                errors(r["score"], o, "score", r["score_published"]),
+                three(r["change_pct"], o, "change_pct", r["change_published"], "+.1f"),
+                *(
+                    three(r[field], o, field, r[published], ".0f")
+                    for field, published in (
+                        ("zone_contention", "zone_published"),
+                        ("lru_contention", "lru_published"),
+                        ("total_contention", "total_published"),
+                    )
+                ),
+            ]
+        )
+    lines += md_table(
+        [
+            "machine",
+            "batch",
+            "score",
+            "score error",
+            "change %",
+            "zone_contention",
+            "lru_contention",
+            "total_contention",
+        ],
+        cells,
+    )
+    lines.append("")
+    return lines

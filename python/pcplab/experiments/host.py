@@ -1,0 +1,72 @@
+"""host: this host's kernel over a high-fraction sweep, beside the model.
+
+page_fault1 and mmap_fill on the running kernel (`--engine host`, root:
+the sweep sets vm.percpu_pagelist_high_fraction) per fraction, each beside
+the model of this host (the TOML's model_engine) on the same spec. There is
+no published figure, so no section of docs/fidelity.md and nothing fitted.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from pcplab import sweep
+from pcplab.experiments._common import load_experiment, own_name
+from pcplab.memguard import mem_available_bytes
+from pcplab.render import generic_text
+
+NAME = own_name(__name__)
+ORDER = 9999  # no thread: after every one
+NEEDS_ROOT = "sweeps vm.percpu_pagelist_high_fraction"
+MIB = 1 << 20
+
+
+def run(quick: bool, workers: int, *, scheduler: Any = None) -> list[dict[str, Any]]:
+    """Run page_fault1 and mmap_fill on this kernel per high fraction, and the model."""
+    exp = load_experiment(NAME)
+    mode = exp["quick" if quick else "full"]
+    cpus = os.cpu_count() or 1
+    size = max(16, int(mem_available_bytes() * exp["memory_share"] / cpus / MIB))
+    rows = []
+    for workload in exp["workloads"]:
+        base = {
+            **exp["spec"],
+            "workload": workload,
+            "tasks": cpus,
+            "duration_s": mode["duration_s"],
+        }
+        if workload == "mmap_fill":
+            base["size_mib"] = size
+        for fraction in mode["high_fraction"]:
+            spec = {**base, "high_fraction": fraction}
+            # The kernel's sysctl is global: host runs go one at a time.
+            kernel = sweep.run_specs([{**spec, "engine": "host"}], 1, desc="host")[0]
+            model = sweep.run_specs(
+                [{**spec, "engine": exp["model_engine"]}],
+                workers,
+                scheduler=scheduler,
+                desc="host model",
+            )[0]
+            for engine_name, res in (("host", kernel), (exp["model_engine"], model)):
+                lat = (res.get("latency_ns") or {}).get("rmqueue_bulk") or {}
+                if not lat:  # the kernel's refills from tracepoint bursts
+                    refill = (res.get("tracing") or {}).get("refill") or {}
+                    lat = refill.get("span_ns") or {}
+                rows.append(
+                    {
+                        "workload": workload,
+                        "high_fraction": fraction,
+                        "engine": engine_name,
+                        "pages_per_s": res["throughput"]["pages_per_s"],
+                        "rmqueue_bulk_avg_ns": lat.get("avg"),
+                        "rmqueue_bulk_p99_ns": lat.get("p99"),
+                        "log2_hist": lat.get("log2_hist") or [],
+                    }
+                )
+    return rows
+
+
+def text(rows: list[dict[str, Any]], spec: dict[str, Any]) -> str:
+    """Return the rows' scalar fields as an aligned table."""
+    return generic_text(rows)

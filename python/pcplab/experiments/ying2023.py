@@ -1,0 +1,186 @@
+"""ying2023: Huang Ying's debug kernel, high = 2 x batch, per batch.
+
+linux-mm 2023, "mm, pcp: reduce lock contention for draining high-order
+pages" (52166607ecc9): page_fault1 throughput per task and the zone->lock
+hold of rmqueue_bulk and free_pcppages_bulk, average and 99%.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pcplab import charts
+from pcplab.experiments._common import (
+    heading,
+    keep,
+    load_experiment,
+    mode_table,
+    own_name,
+    profile_for,
+    reference_rows,
+    run_specs,
+    sim_spec,
+    timing,
+)
+from pcplab.render import (
+    by_machine,
+    err,
+    errors,
+    index_by,
+    line,
+    md_table,
+    pair,
+    three,
+    with_errors,
+)
+from pcplab.tolerance import Kind, Residual, add
+
+NAME = own_name(__name__)
+ORDER = 2023
+FITTED = True
+KINDS = {
+    "throughput": Kind(True, 0.10, "per-task pages/s"),
+    "free_avg": Kind(True, 0.30, "free hold avg"),
+    "alloc_avg": Kind(True, 0.30, "alloc hold avg"),
+    "free_p99": Kind(True, 0.40, "free hold 99%"),
+    "alloc_p99": Kind(True, 0.40, "alloc hold 99%"),
+}
+# Each figure: its row key, its format, and its published key's stem.
+FIGURES = (
+    ("throughput", ".0f", "throughput"),
+    ("free_avg_us", ".2f", "free_avg"),
+    ("free_p99_us", ".2f", "free_p99"),
+    ("alloc_avg_us", ".2f", "alloc_avg"),
+    ("alloc_p99_us", ".2f", "alloc_p99"),
+)
+
+
+def run(
+    quick: bool,
+    workers: int,
+    *,
+    scheduler: Any = None,
+    mode: str | None = None,
+    only: Sequence[str] | None = None,
+    constants: dict[str, float] | None = None,
+) -> list[dict[str, Any]]:
+    """Run the 2023 debug kernel (high = 2 x batch, no free scaling) per batch."""
+    exp = load_experiment(NAME)
+    table = mode_table(exp, quick, mode)
+    rows = keep(reference_rows(exp["reference"]), only)
+    if "batch" in table:
+        rows = [r for r in rows if int(r["batch"]) in set(table["batch"])]
+    specs = [
+        sim_spec(
+            profile_for(exp, row["machine"]),
+            constants,
+            **exp["spec"],
+            batch=int(row["batch"]),
+            high=exp["high_per_batch"] * int(row["batch"]),
+            **timing(table),
+        )
+        for row in rows
+    ]
+    results = run_specs(NAME, specs, workers, scheduler)
+    out = []
+    for row, res in zip(rows, results, strict=True):
+        hold = res["lock_hold_ns"]
+        out.append(
+            {
+                "machine": row["machine"],
+                "batch": int(row["batch"]),
+                "throughput": res["throughput"]["ops_per_task_per_s"],
+                "throughput_published": float(row["throughput_pages_per_s"]),
+                "free_avg_us": hold["free_pcppages_bulk"]["avg"] / 1000,
+                "free_avg_published": float(row["free_latency_avg_us"]),
+                "free_p99_us": hold["free_pcppages_bulk"]["p99"] / 1000,
+                "free_p99_published": float(row["free_latency_p99_us"]),
+                "alloc_avg_us": hold["rmqueue_bulk"]["avg"] / 1000,
+                "alloc_avg_published": float(row["alloc_latency_avg_us"]),
+                "alloc_p99_us": hold["rmqueue_bulk"]["p99"] / 1000,
+                "alloc_p99_published": float(row["alloc_latency_p99_us"]),
+            }
+        )
+    return out
+
+
+def residuals(rows: list[dict[str, Any]]) -> list[Residual]:
+    """Residuals of the 2023 rows: per-task throughput and hold times."""
+    out: list[Residual] = []
+    for r in rows:
+        m, b = r["machine"], r["batch"]
+        add(out, KINDS, m, "throughput", b, r["throughput"], r["throughput_published"])
+        for kind in ("free_avg", "alloc_avg", "free_p99", "alloc_p99"):
+            add(out, KINDS, m, kind, b, r[f"{kind}_us"], r[f"{kind}_published"])
+    return out
+
+
+def text(rows: list[dict[str, Any]], spec: dict[str, Any]) -> str:
+    """Return Huang Ying's table per machine: pages/s per task, holds in us."""
+    layout = spec["layout"]
+    out = []
+    for machine, group in by_machine(rows).items():
+        out += [f"{machine}: model/published (error), hold times in us", layout]
+        for r in group:
+            cells = [str(r["batch"])]
+            for key, fmt, stem in FIGURES:
+                pub = r[f"{stem}_published"]
+                cells.append(f"{pair(r[key], pub, fmt)} ({err(r[key], pub)})")
+            out.append(line(layout, cells))
+        out.append("")
+    return "\n".join(out)
+
+
+def tables(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Return one table: every row with the error of each published figure."""
+    pairs = {key: f"{stem}_published" for key, _, stem in FIGURES}
+    return {NAME: [with_errors(r, pairs) for r in rows]}
+
+
+def plots(rows: list[dict[str, Any]], out: Path) -> list[Path]:
+    """Plot the throughput, and the p99 holds, against batch."""
+    return [
+        charts.against_batch(
+            out / f"{NAME}_throughput.png",
+            rows,
+            [("throughput", "throughput_published", "pages/s per task")],
+            f"{NAME}: throughput against batch",
+        ),
+        charts.against_batch(
+            out / f"{NAME}_p99_latency.png",
+            rows,
+            [
+                ("free_p99_us", "free_p99_published", "free_pcppages_bulk 99% us"),
+                ("alloc_p99_us", "alloc_p99_published", "rmqueue_bulk 99% us"),
+            ],
+            f"{NAME}: p99 zone->lock hold against batch",
+        ),
+    ]
+
+
+def section(rows: list[dict[str, Any]], cv: list[dict[str, Any]]) -> list[str]:
+    """Return the docs/fidelity.md table: in-sample / left out / published."""
+    left = index_by(cv, "batch")
+    lines = [
+        *heading(NAME),
+        "Per-task pages/s and zone->lock hold in us: in-sample / left out / "
+        f"published; {load_experiment(NAME)['spec']['tasks']} tasks "
+        "(the mail does not say how many).",
+        "",
+    ]
+    cells = []
+    for r in rows:
+        o = left.get((r["machine"], r["batch"]))
+        row = [r["machine"], r["batch"]]
+        for key, fmt, stem in FIGURES:
+            pub = r[f"{stem}_published"]
+            row += [three(r[key], o, key, pub, fmt), errors(r[key], o, key, pub)]
+        cells.append(row)
+    header = ["machine", "batch", "per-task pages/s", "error"]
+    for what in ("free avg", "free 99%", "alloc avg", "alloc 99%"):
+        header += [what, "error"]
+    lines += md_table(header, cells)
+    lines.append("")
+    return lines

@@ -1,0 +1,171 @@
+"""The experiment registry: a module and a TOML make an experiment, nothing else."""
+
+from __future__ import annotations
+
+import csv
+import importlib
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from pcplab import data, experiments, fidelity, fidelity_doc, reproduce
+from pcplab.cli import main
+
+# An experiment as a newcomer would write it: one sim run per row of its
+# reference CSV, its score beside the published one, fitted, with a section
+# of docs/fidelity.md; text, tables and plots left to the defaults but text.
+TINY_MODULE = '''
+"""tiny: a test's experiment, one short page_fault1 run per reference row."""
+
+from pcplab.experiments._common import (
+    keep, load_experiment, mode_table, own_name, profile_for, reference_rows,
+    run_specs, sim_spec, timing,
+)
+from pcplab.tolerance import Kind, add
+
+NAME = own_name(__name__)
+ORDER = 2020  # between the 2018 and the 2023 threads
+FITTED = True
+KINDS = {"tiny_score": Kind(True, 0.5, "tiny score")}
+
+
+def run(quick, workers, *, scheduler=None, mode=None, only=None, constants=None):
+    """Run one page_fault1 per reference row."""
+    exp = load_experiment(NAME)
+    rows = keep(reference_rows(exp["reference"]), only)
+    table = timing(mode_table(exp, quick, mode))
+    specs = [
+        sim_spec(profile_for(exp, r["machine"]), constants, **exp["spec"], **table)
+        for r in rows
+    ]
+    results = run_specs(NAME, specs, workers, scheduler)
+    return [
+        {
+            "machine": r["machine"],
+            "score": res["throughput"]["ops_per_s"],
+            "score_published": float(r["score"]),
+        }
+        for r, res in zip(rows, results)
+    ]
+
+
+def residuals(rows):
+    """The score's error in tolerances."""
+    out = []
+    for r in rows:
+        add(out, KINDS, r["machine"], "tiny_score", 1, r["score"], r["score_published"])
+    return out
+
+
+def text(rows, spec):
+    """One line per row: model/published."""
+    return "".join(f"{r['machine']}: {r['score']:.0f}/{r['score_published']:.0f}\\n"
+                   for r in rows)
+
+
+def section(rows, cv):
+    """A list of the machines."""
+    return ["## tiny: the test's section", "", *(f"- {r['machine']}" for r in rows)]
+'''
+
+TINY_TOML = """
+title = "a test's experiment"
+reference = "tiny_scores"
+
+[spec]
+workload = "page_fault1"
+tasks = 2
+warmup_s = 0
+
+[machines]
+"Tiny Box" = "haswell-desktop"
+
+[quick]
+duration_s = 0.05
+
+[full]
+duration_s = 0.1
+"""
+
+
+@pytest.fixture
+def tiny(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Add the tiny experiment: its module on the registry's path, TOML, CSV."""
+    modules = tmp_path / "modules"
+    modules.mkdir()
+    (modules / "tiny.py").write_text(TINY_MODULE)
+    specs = tmp_path / "experiments"
+    shutil.copytree(data.experiments_dir(), specs)
+    (specs / "tiny.toml").write_text(TINY_TOML)
+    reference = tmp_path / "reference"
+    shutil.copytree(data.reference_dir(), reference)
+    (reference / "tiny_scores.csv").write_text("machine,score\nTiny Box,1000000\n")
+    monkeypatch.setenv("PCPLAB_EXPERIMENTS", str(specs))
+    monkeypatch.setenv("PCPLAB_REFERENCE", str(reference))
+    monkeypatch.setattr(experiments, "__path__", [*experiments.__path__, str(modules)])
+    importlib.invalidate_caches()
+    yield tmp_path
+    sys.modules.pop("pcplab.experiments.tiny", None)
+
+
+def test_the_registry_finds_the_shipped_experiments() -> None:
+    """Every shipped experiment, in ORDER; the fitted and the published ones."""
+    names = ["aaron2018", "ying2023", "yafang2024", "hahn2025", "host"]
+    assert experiments.names() == names
+    assert experiments.fitted() == names[:3]
+    assert experiments.published() == names[:4]
+    assert {"score", "throughput", "avg", "ratio"} <= set(experiments.kinds())
+    assert experiments.get("host").needs_root
+    assert "extra_machines" in experiments.get("aaron2018").options
+
+
+def test_a_new_module_and_toml_make_an_experiment(tiny: Path, capsys) -> None:
+    """tiny.py and tiny.toml alone: reproduce, fidelity and the fit take it."""
+    assert experiments.names()[:3] == ["aaron2018", "tiny", "ying2023"]
+    assert "tiny" in experiments.fitted() and "tiny" in experiments.published()
+    out = tiny / "report"
+    assert main(["reproduce", "tiny", "--quick", "--out", str(out), "--jobs", "1"]) == 0
+    printed = capsys.readouterr().out
+    assert "== tiny: a test's experiment\n\nTiny Box: " in printed
+    with open(out / "tiny.csv", newline="") as f:
+        (row,) = csv.DictReader(f)
+    assert row["machine"] == "Tiny Box" and float(row["score"]) > 0
+    assert row["score_published"] == "1000000.0"
+    index = (out / "index.md").read_text()
+    assert "## tiny\n" in index and "## tiny: the test's section" in index
+    # the fit and `pcplab fidelity` see its reference machine and its figures
+    assert fidelity.reference_machines()["Tiny Box"] == "tiny"
+    results = fidelity.run_machines(["Tiny Box"], 1, quick=True)
+    assert list(results) == ["tiny"]
+    ((machine, what, _),) = experiments.residuals(results)
+    assert (machine, what) == ("Tiny Box", "tiny_score@1")
+    doc = fidelity_doc.render_document(results, None)
+    assert "| Tiny Box | tiny score (50%) |" in doc
+    assert "- Tiny Box" in doc
+
+
+def test_a_module_without_the_contract_is_named(tmp_path, monkeypatch) -> None:
+    """A module lacking a required name fails the registry, saying which."""
+    (tmp_path / "broken.py").write_text('"""No ORDER, no run, no text."""\n')
+    monkeypatch.setattr(experiments, "__path__", [*experiments.__path__, str(tmp_path)])
+    importlib.invalidate_caches()
+    try:
+        with pytest.raises(TypeError, match="broken lacks ORDER, run, text"):
+            experiments.names()
+    finally:
+        sys.modules.pop("pcplab.experiments.broken", None)
+
+
+def test_an_experiment_that_needs_root_is_skipped_with_its_reason(monkeypatch):
+    """Not root: the host experiment is not run; its module's reason is the note."""
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    results, notes = reproduce.run_experiments(["host"], quick=True, jobs=1)
+    assert results == {}
+    assert notes == {
+        "host": "skipped: the host experiment sweeps "
+        "vm.percpu_pagelist_high_fraction and needs root; run pcplab reproduce "
+        "host as root"
+    }
