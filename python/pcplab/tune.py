@@ -322,10 +322,32 @@ def tune(
     else:
         budget = trials or GRID_LIMIT
         points = [default, *_search_optuna(evaluator, knobs, budget, seed=1)]
-    feasible = [p for p in points if p.feasible]
-    best = max(feasible, key=lambda p: (p.score, -len(p.keys))) if feasible else None
+    best = recommend([p for p in points if p.feasible])
     metric = pareto or (budgets[0].name if budgets else None)
     return Tuning(points, pareto_front(points, metric), best, default)
+
+
+# Settings within this share of the best throughput count as equal: the
+# simplest of them is recommended (seeds differ by more than this).
+TIE = 0.005
+
+
+def recommend(feasible: Sequence[Point]) -> Point | None:
+    """Return the simplest of the fastest feasible points.
+
+    Among the points within TIE of the best throughput, the one with the
+    fewest developer overrides (a patch), then the fewest changed knobs:
+    a setting a kernel can take beats a patch worth half a percent.
+    """
+    if not feasible:
+        return None
+    top = max(p.score for p in feasible)
+    near = [p for p in feasible if p.score >= top * (1 - TIE)]
+    developer = {k.key for k in KNOBS if k.developer}
+    return min(
+        near,
+        key=lambda p: (len(developer & p.keys.keys()), len(p.keys), -p.score),
+    )
 
 
 def how_to_apply(keys: dict[str, Any], kernel: str) -> list[str]:
