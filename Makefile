@@ -10,6 +10,8 @@ APT_PACKAGES := build-essential cmake ninja-build libck-dev libcjson-dev clang-f
 APT_PACKAGES += bpftrace
 # perf lock record/contention: the host engine's lock contention (linux-perf).
 APT_PACKAGES += linux-perf
+# The report's index.html is checked in a real browser (tests/test_report_index.py).
+APT_PACKAGES += chromium-headless-shell
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 # The console script of the Python that `make setup` installs into; found by
 # path so that a version manager's shims need no rehash.

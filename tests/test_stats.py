@@ -154,3 +154,21 @@ def test_compare_two_model_configurations(pcplab, tmp_path):
         data["new"]["statistics"][hold]["mean"]
         > data["base"]["statistics"][hold]["mean"]
     )
+
+
+def test_rows_of_several_seeds_merge_into_means_and_spreads():
+    """Figures average, their spread is <field>_std, the rest is kept."""
+    from pcplab.repeats import combine_rows
+
+    runs = [
+        [{"machine": "m", "batch": 31, "score": 10.0, "hist": [[0, 1, 2]]}],
+        [{"machine": "m", "batch": 31, "score": 14.0, "hist": [[0, 1, 4]]}],
+    ]
+    (row,) = combine_rows(runs)
+    assert row["batch"] == 31 and isinstance(row["batch"], int)
+    assert row["score"] == 12.0
+    assert row["score_std"] == pytest.approx(math.sqrt(8))
+    assert row["hist"] == [[0, 1, 3.0]]
+    assert row["seeds"] == 2 and row["machine"] == "m"
+    with pytest.raises(ValueError):
+        combine_rows([[{"a": 1}], []])

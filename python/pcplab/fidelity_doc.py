@@ -53,6 +53,45 @@ def render_summary(results: Rows, cv: Rows | None) -> str:
     return "\n".join(md_table([*header, "within"], rows))
 
 
+def render_verdict(results: Rows) -> list[str]:
+    """Return the verdict table: per experiment and machine, hits and misses.
+
+    A figure is within tolerance when its error is at most the tolerance of
+    its kind; each miss is listed by kind with its worst row and its size.
+    """
+    kinds = experiments.kinds()
+    rows = []
+    for exp in experiments.registered():
+        if exp.name not in results:
+            continue
+        residuals = exp.residuals(results[exp.name])
+        if not residuals:
+            rows.append([exp.name, "-", "not scored: no figure with a tolerance"])
+            continue
+        by_machine: dict[str, list[tuple[str, float]]] = {}
+        for machine, what, r in residuals:
+            by_machine.setdefault(machine, []).append((what, r))
+        for machine, figures in by_machine.items():
+            hits = sum(abs(r) <= 1 for _, r in figures)
+            worst = worst_by_machine([(machine, w, r) for w, r in figures])[machine]
+            misses = [
+                f"{kinds[kind].label} {kinds[kind].error(r)} at {what.split('@')[1]} "
+                f"(tolerance {kinds[kind].bound()})"
+                for kind, (what, r) in worst.items()
+                if abs(r) > 1
+            ]
+            rows.append(
+                [
+                    exp.name,
+                    machine,
+                    f"{hits}/{len(figures)} within tolerance",
+                    "; ".join(misses) or "none",
+                ]
+            )
+    header = ["experiment", "machine", "figures", "worst miss per kind"]
+    return md_table(header, [r + [""] * (4 - len(r)) for r in rows])
+
+
 def render_document(results: Rows, cv: Rows | None) -> str:
     """Return the summary, then every table (what `pcplab fidelity` prints)."""
     head = [

@@ -71,3 +71,50 @@ def run_repeated(
         else:
             results.append(sweep.run_one(one))
     return results
+
+
+def _is_number(value: Any) -> bool:
+    """Whether VALUE is an int or float figure (not a bool)."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _mean_hist(hists: list[Any]) -> Any:
+    """Average log2 histograms [[lo, hi, count], ...] bucket by bucket."""
+    if not all(isinstance(h, list) for h in hists) or len({len(h) for h in hists}) > 1:
+        return hists[0]
+    if not all(isinstance(b, list) and len(b) == 3 for h in hists for b in h):
+        return hists[0]
+    return [
+        [bucket[0], bucket[1], sum(h[i][2] for h in hists) / len(hists)]
+        for i, bucket in enumerate(hists[0])
+    ]
+
+
+def combine_rows(runs: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Merge the rows of one experiment run with several seeds, row by row.
+
+    A number the seeds disagree on becomes its mean, and `<field>_std` its
+    standard deviation (one they agree on stays as it is); a log2 histogram
+    its bucket-wise mean; any other value is the first seed's. `seeds` says
+    how many were merged.
+    """
+    import statistics
+
+    if len({len(rows) for rows in runs}) > 1:
+        raise ValueError("the seeds' runs gave different rows; cannot merge them")
+    out = []
+    for rows in zip(*runs, strict=True):
+        merged: dict[str, Any] = {}
+        for key, first in rows[0].items():
+            values = [r.get(key) for r in rows]
+            if all(_is_number(v) for v in values) and len(set(values)) > 1:
+                merged[key] = statistics.fmean(values)
+                if f"{key}_std" not in rows[0]:
+                    merged[f"{key}_std"] = statistics.stdev(values)
+            elif isinstance(first, list):
+                merged[key] = _mean_hist(values)
+            else:
+                merged[key] = first
+        merged["seeds"] = len(rows)
+        out.append(merged)
+    return out

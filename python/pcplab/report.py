@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from pcplab import experiments
-from pcplab.fidelity_doc import render_markdown
+from pcplab.buildinfo import header_facts
+from pcplab.fidelity_doc import render_markdown, render_verdict
 
 
 def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
@@ -54,8 +55,24 @@ def write_index(
     notes: dict[str, str],
     header: str,
 ) -> Path:
-    """Write OUT/index.md: tables, layouts and links to every file."""
+    """Write OUT/index.md (and index.html): where it stands, then each experiment.
+
+    It opens with the pcplab version and commit, the date and the host, and
+    the verdict: per experiment and machine, the figures within tolerance
+    and each kind's worst miss with its size.
+    """
+    facts = header_facts()
     lines = ["# pcplab reproduce", "", header, ""]
+    lines += [f"- {key}: {value}" for key, value in facts.items()]
+    lines += ["", "## Verdict", ""]
+    lines += [
+        "Each published figure against the model, in units of its tolerance "
+        "(docs/fidelity.md says how they were chosen): a figure is a hit when "
+        "its error is within the tolerance.",
+        "",
+        *render_verdict(results),
+        "",
+    ]
     published = experiments.published()
     for name in [*results, *(n for n in notes if n not in results)]:
         lines += [f"## {name}", ""]
@@ -77,4 +94,41 @@ def write_index(
             lines += ["Model beside published:", "", md, ""]
     path = out / "index.md"
     path.write_text("\n".join(lines) + "\n")
+    write_html(path, out / "index.html")
     return path
+
+
+def write_html(markdown_path: Path, html_path: Path) -> Path:
+    """Write the report as one self-contained HTML page (images inlined)."""
+    import base64
+    import html
+    import re
+
+    import markdown  # python-markdown: tables and fenced code
+
+    body = markdown.markdown(
+        markdown_path.read_text(), extensions=["tables", "fenced_code"]
+    )
+
+    def inline(match: re.Match[str]) -> str:
+        image = markdown_path.parent / html.unescape(match.group(1))
+        if not image.is_file():
+            return match.group(0)
+        kind = "svg+xml" if image.suffix == ".svg" else image.suffix.lstrip(".")
+        data = base64.b64encode(image.read_bytes()).decode()
+        return f'src="data:image/{kind};base64,{data}"'
+
+    body = re.sub(r'src="([^"]+)"', inline, body)
+    page = (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        "<title>pcplab reproduce</title><style>"
+        "body{font-family:sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem}"
+        "table{border-collapse:collapse;font-size:0.9rem}"
+        "td,th{border:1px solid #ccc;padding:0.2rem 0.5rem;text-align:right}"
+        "td:first-child,th:first-child{text-align:left}"
+        "pre{background:#f6f6f6;padding:0.5rem;overflow-x:auto;font-size:0.8rem}"
+        "img{max-width:100%}</style></head><body>\n"
+        f"{body}\n</body></html>\n"
+    )
+    html_path.write_text(page)
+    return html_path

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import csv
 import tomllib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,10 +87,33 @@ def sim_spec(
     return {"engine": "sim", "machine": profile, **spec}
 
 
+# The seed every sim run of an experiment takes (`reproduce --seeds`), and
+# whether one did; unset: each spec's own (the engine's default, 1).
+_SEED: ContextVar[int | None] = ContextVar("experiment_seed", default=None)
+_SEEDED: ContextVar[list[bool] | None] = ContextVar("experiment_seeded", default=None)
+
+
+@contextmanager
+def seeded(seed: int) -> Iterator[list[bool]]:
+    """Run the sim specs of experiments with SEED; yield whether any was."""
+    used: list[bool] = []
+    tokens = (_SEED.set(seed), _SEEDED.set(used))
+    try:
+        yield used
+    finally:
+        _SEED.reset(tokens[0])
+        _SEEDED.reset(tokens[1])
+
+
 def run_specs(
     name: str, specs: list[dict[str, Any]], workers: int, scheduler: Any
 ) -> list[dict[str, Any]]:
     """Run the specs of experiment NAME in parallel, with a progress bar."""
+    seed, used = _SEED.get(), _SEEDED.get()
+    if seed is not None:
+        specs = [{**s, "seed": seed} if s.get("engine") == "sim" else s for s in specs]
+        if used is not None and any(s.get("engine") == "sim" for s in specs):
+            used.append(True)
     return sweep.run_specs(specs, workers, scheduler=scheduler, desc=name)
 
 

@@ -1,0 +1,113 @@
+"""The report's index: where it stands first, then a page a browser shows."""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+import shutil
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+import tomli_w
+
+import pcplab
+from pcplab import data
+
+CHROMIUM = shutil.which("chromium-headless-shell") or shutil.which("chromium")
+
+
+@pytest.fixture(scope="module")
+def report(pcplab_command, tmp_path_factory) -> Path:
+    """Run a tiny aaron2018 with two seeds; return its report folder."""
+    tmp = tmp_path_factory.mktemp("report")
+    specs = tmp / "experiments"
+    shutil.copytree(data.experiments_dir(), specs)
+    path = specs / "aaron2018.toml"
+    spec = tomllib.loads(path.read_text())
+    spec["quick"].update({"duration_s": 0.1, "batch": [31, 63]})
+    path.write_text(tomli_w.dumps(spec))
+    out = tmp / "report"
+    proc = subprocess.run(
+        [*pcplab_command, "reproduce", "aaron2018", "--quick", "--seeds", "2"]
+        + ["--out", str(out), "--jobs", "2"],
+        env={**os.environ, "PCPLAB_EXPERIMENTS": str(specs)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def test_index_opens_with_version_commit_date_host(report):
+    """A reader knows what made the report, when and where, before anything."""
+    lines = (report / "index.md").read_text().splitlines()
+    assert lines[0] == "# pcplab reproduce"
+    assert "--seeds 2" in lines[2] and "means over 2 seeds" in lines[2]
+    facts = dict(line[2:].split(": ", 1) for line in lines[4:10])
+    assert list(facts) == ["pcplab", "commit", "date", "host", "kernel", "cpu"]
+    assert facts["pcplab"] == pcplab.__version__
+    assert re.fullmatch(r"[0-9a-f]{12}(\+dirty)?|unknown", facts["commit"])
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", facts["date"])
+    assert facts["kernel"] == os.uname().release
+
+
+def test_the_verdict_counts_every_machine(report):
+    """Each machine run gets its hits out of its figures, and its misses."""
+    text = (report / "index.md").read_text()
+    verdict = text.split("## Verdict", 1)[1].split("\n## ", 1)[0]
+    with open(report / "aaron2018.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    for machine in {r["machine"] for r in rows if r["score_published"]}:
+        match = re.search(
+            rf"\| aaron2018 \| {re.escape(machine)} \| (\d+)/(\d+) within tolerance \|",
+            verdict,
+        )
+        assert match, machine
+        assert int(match.group(1)) <= int(match.group(2))
+
+
+def test_seeds_give_means_and_spreads(report):
+    """Two seeds: every row says so, and the score carries its stddev."""
+    with open(report / "aaron2018.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert {r["seeds"] for r in rows} == {"2"}
+    assert any(r.get("score_std") for r in rows)
+
+
+def test_the_html_page_is_self_contained(report):
+    """index.html inlines every image: it can be mailed or opened anywhere."""
+    page = (report / "index.html").read_text()
+    sources = re.findall(r'src="([^"]+)"', page)
+    assert sources and all(s.startswith("data:image/") for s in sources)
+    assert "<h2>Verdict</h2>" in page and "<table>" in page
+
+
+@pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="no headless Chromium here (Debian: apt install chromium-headless-shell)",
+)
+def test_a_browser_shows_the_page(report, tmp_path):
+    """Headless Chromium renders the page and decodes every image."""
+    probe = tmp_path / "probe.html"
+    script = (
+        "<script>addEventListener('load',()=>{document.body.dataset.images="
+        "[...document.images].map(i=>i.naturalWidth>0?1:0).join('')})</script>"
+    )
+    probe.write_text((report / "index.html").read_text().replace("</body>", script))
+    proc = subprocess.run(
+        [CHROMIUM, "--no-sandbox", "--disable-gpu", "--virtual-time-budget=10000"]
+        + ["--dump-dom", probe.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    loaded = re.search(r'data-images="([01]*)"', proc.stdout)
+    assert loaded and loaded.group(1) and set(loaded.group(1)) == {"1"}
+    assert "<h2>Verdict</h2>" in proc.stdout
