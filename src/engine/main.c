@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The engine executable (pcplab-native, pcplab-sim): reads a JSON request
- * on stdin and writes JSON on stdout (docs/engine-protocol.md). Exit 0 on
+ * on stdin and writes JSON on stdout (docs/engine-protocol.md); `keys`
+ * prints the spec-key table. Exit 0 on
  * success, 2 on bad input (one line on stderr), 3 if an invariant broke,
  * 1 on any other failure.
  */
@@ -95,13 +96,15 @@ int main(int argc, char **argv)
 	char *text;
 	int ret;
 
+	if (!strcmp(cmd, "keys"))
+		return spec_keys_main();
 	arch_init();
 	if (!strcmp(cmd, "proptest"))
 		return proptest_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "run") && strcmp(cmd, "resolve") &&
 	    strcmp(cmd, "pagesets")) {
 		fprintf(stderr,
-			"pcplab: error: unknown command '%s'; known: run, resolve, pagesets, proptest\n",
+			"pcplab: error: unknown command '%s'; known: run, resolve, pagesets, proptest, keys\n",
 			cmd);
 		return 2;
 	}

@@ -2,7 +2,7 @@
 /*
  * pcplab-host: the host engine executable. Same protocol as pcplab-native
  * (docs/engine-protocol.md): `pcplab-host resolve|run < spec.json`, JSON
- * on stdout; exit 0 on success, 2 on bad input (one stderr line, nothing
+ * on stdout (`keys`: the spec-key table); exit 0 on success, 2 on bad input (one stderr line, nothing
  * run), 1 on any other failure (one stderr line).
  */
 #define _GNU_SOURCE
@@ -146,10 +146,12 @@ int main(int argc, char **argv)
 	char *text;
 	int ret;
 
+	if (argc == 2 && !strcmp(argv[1], "keys"))
+		return spec_keys_main();
 	if (argc != 2 ||
 	    (strcmp(argv[1], "run") && strcmp(argv[1], "resolve"))) {
 		fprintf(stderr,
-			"pcplab: error: unknown command; usage: pcplab-host run|resolve < spec.json\n");
+			"pcplab: error: unknown command; usage: pcplab-host run|resolve < spec.json, or pcplab-host keys\n");
 		return 2;
 	}
 	text = read_stdin();
