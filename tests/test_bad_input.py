@@ -84,7 +84,7 @@ CASES: list[tuple[str, str, tuple[str, ...], str]] = [
     ("run", "--memory-mib", (*RUN, "--memory-mib", "1"), "memory_mib 1"),
     ("run", "--size-mib", (*RUN, "--size-mib", "0"), "size_mib 0"),
     ("run", "--seed", (*RUN, "--seed", "-1"), "seed -1"),
-    ("run", "--mode", (*RUN, "--mode", "fork"), "mode 'fork'"),
+    ("run", "--mode", (*RUN, "--mode", "fork"), "--mode.*'fork'.*'thread'"),
     ("run", "--cross-free", (*SIM_RUN, "--tasks", "3", "--cross-free"), "tasks, not 3"),
     ("run", "--nodes", (*SIM_RUN, "--nodes", "0,0"), "node 0 more than once"),
     ("run", "--nodes", (*SIM_RUN, "--nodes", "\uff10"), "--nodes"),

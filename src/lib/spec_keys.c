@@ -362,6 +362,20 @@ static const char *allowed_text(enum spec_key_id key, char *buf, size_t len)
 	return k->choices ? k->choices : "";
 }
 
+/*
+ * Add the bound @value of @k exactly: cJSON prints 15 digits, and seed's
+ * 2^53 must not come out as 9007199254740990.
+ */
+static void add_bound(cJSON *row, const char *name, const struct spec_key *k,
+		      double value)
+{
+	char text[32];
+
+	snprintf(text, sizeof(text), k->type == KEY_INT ? "%.0f" : "%.17g",
+		 value);
+	cJSON_AddRawToObject(row, name, text);
+}
+
 static cJSON *row_json(enum spec_key_id key)
 {
 	const struct spec_key *k = &spec_keys[key];
@@ -372,8 +386,8 @@ static cJSON *row_json(enum spec_key_id key)
 	cJSON_AddStringToObject(row, "name", k->name);
 	cJSON_AddStringToObject(row, "type", type_names[k->type]);
 	if (k->type == KEY_INT || k->type == KEY_NUMBER) {
-		cJSON_AddNumberToObject(row, "min", k->lo);
-		cJSON_AddNumberToObject(row, "max", k->hi);
+		add_bound(row, "min", k, k->lo);
+		add_bound(row, "max", k, k->hi);
 		cJSON_AddBoolToObject(row, "or_zero", k->flags & KEY_OR_ZERO);
 	}
 	if (k->choices) {
