@@ -35,7 +35,8 @@ static int fail(char *err, const char *fmt, ...)
 	return -1;
 }
 
-const char *spec_engine_name(unsigned int engine)
+/* The name of @engine (ENGINE_NATIVE...). */
+static const char *engine_name(unsigned int engine)
 {
 	if (engine == ENGINE_HOST)
 		return "host";
@@ -84,7 +85,7 @@ static const char *choice_name(const char *choices, int index, char *buf,
 /* Refuse a key no row names, or whose row @engine does not take. */
 int spec_keys_check(const cJSON *o, unsigned int engine, char *err)
 {
-	const char *name = spec_engine_name(engine);
+	const char *name = engine_name(engine);
 	char taken[SPEC_ERRLEN] = "";
 	const cJSON *item;
 
@@ -106,11 +107,11 @@ int spec_keys_check(const cJSON *o, unsigned int engine, char *err)
 		if (key)
 			return fail(
 				err,
-				"%s is not a key of the %s engine; it takes %.360s",
+				"%s is not a key of the %s engine; allowed: %.360s",
 				item->string, name, taken);
 		return fail(
 			err,
-			"unknown spec key '%.40s'; the %s engine takes %.360s",
+			"unknown spec key '%.40s'; allowed for the %s engine: %.360s",
 			item->string, name, taken);
 	}
 	return 0;
@@ -411,8 +412,8 @@ static cJSON *row_json(enum spec_key_id key)
 	for (size_t i = 0; i < sizeof(engine_bits) / sizeof(*engine_bits); i++)
 		if (k->engines & engine_bits[i])
 			cJSON_AddItemToArray(
-				engines, cJSON_CreateString(spec_engine_name(
-						 engine_bits[i])));
+				engines, cJSON_CreateString(
+						 engine_name(engine_bits[i])));
 	cJSON_AddBoolToObject(row, "internal", k->flags & KEY_INTERNAL);
 	cJSON_AddStringToObject(row, "help", k->help);
 	return row;

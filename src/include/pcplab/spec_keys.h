@@ -221,8 +221,6 @@ struct spec_field {
 #define NO_FIELD { 0, 0 }
 /* clang-format on */
 
-/* The engine's name of @engine (ENGINE_NATIVE...). */
-const char *spec_engine_name(unsigned int engine);
 /* Refuse a key no row names, or whose row @engine does not take. */
 int spec_keys_check(const cJSON *o, unsigned int engine, char *err);
 /* @key's value in @o, NULL when absent or null. */
