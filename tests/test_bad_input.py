@@ -87,7 +87,7 @@ CASES: list[tuple[str, str, tuple[str, ...], str]] = [
     ("run", "--memory-mib", (*RUN, "--memory-mib", "1"), "memory_mib 1"),
     ("run", "--size-mib", (*RUN, "--size-mib", "0"), "size_mib 0"),
     ("run", "--seed", (*RUN, "--seed", "-1"), "seed -1"),
-    ("run", "--mode", (*RUN, "--mode", "fork"), "mode 'fork'"),
+    ("run", "--mode", (*RUN, "--mode", "fork"), "--mode.*'fork'.*'thread'"),
     ("run", "--cross-free", (*SIM_RUN, "--tasks", "3", "--cross-free"), "tasks, not 3"),
     ("run", "--nodes", (*SIM_RUN, "--nodes", "0,0"), "node 0 more than once"),
     ("run", "--nodes", (*SIM_RUN, "--nodes", "\uff10"), "--nodes"),
@@ -143,6 +143,8 @@ CASES: list[tuple[str, str, tuple[str, ...], str]] = [
     ("reproduce", "--machine", ("reproduce", "--machine", "nosuch"), "nosuch"),
     ("reproduce", "--machine", ("reproduce", "host", "--machine", "x"), "aaron2018"),
     ("reproduce", "--reference", ("reproduce", "--reference", "{tmp}"), "machines.csv"),
+    ("reproduce", "--seeds", ("reproduce", "--seeds", "0"), "--seeds"),
+    ("reproduce", "--seeds", ("reproduce", "--seeds", "101"), "--seeds"),
     ("reproduce", "--help", ("reproduce", "--help=1"), "--help"),
     # sweep
     ("sweep", "--engine", (*SWEEP, "--engine", "bogus"), "engine 'bogus'"),

@@ -17,19 +17,17 @@ from pcplab import data, engine, machines
 from pcplab.errors import BadInput, EngineError, InvariantViolation, PcplabError
 from pcplab.host.cli import compare, host, run_on_host
 from pcplab.inputs import (
-    FLOAT,
     INT,
-    SCHEDULE_HELP,
     AsciiIntRange,
     check_output_dir,
     check_output_file,
     parse_int_list,
-    parse_scale_max_schedule,
 )
 from pcplab.memguard import check_memory, mem_available_bytes
 from pcplab.repeat_cli import emit_repeated, repeat_options
 from pcplab.repeats import run_repeated, runs_per_point
 from pcplab.reproduce import reference_option, reproduce_command
+from pcplab.spec_keys import option, parse_scale_max_schedule, schedule_help
 from pcplab.summary import format_summary, format_table
 from pcplab.sweep_cli import sweep_command
 from pcplab.tune_cli import tune_command
@@ -185,15 +183,13 @@ def _print_host_rows(rows: list[dict[str, Any]]) -> None:
     "--low-wmark", type=INT, metavar="L", help="Low watermark of the zone, in pages."
 )
 @click.option("--cpus", type=INT, metavar="C", help="CPUs of the zone's node.")
-@click.option(
+@option(
+    "high_fraction",
     "--high-fraction",
-    type=INT,
     metavar="F",
     help="vm.percpu_pagelist_high_fraction (default 0; with --host the live value).",
 )
-@click.option(
-    "--kernel", metavar="V", help="Model generation, e.g. 6.18 (the default)."
-)
+@option("kernel", "--kernel", metavar="V")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def pagesets(
     host: bool,
@@ -251,83 +247,43 @@ def pagesets(
     metavar="E",
     help=f"Engine: {', '.join(engine.KNOWN_ENGINES)} (if built).",
 )
-@click.option(
+@option(
+    "workload",
     "--workload",
     cls=WorkloadOption,
     engines=engine.KNOWN_ENGINES,
     required=True,
     metavar="W",
 )
-@click.option(
-    "--tasks",
-    type=INT,
-    metavar="N",
-    help="Tasks; each is one model CPU (sim: one per CPU of the machine).",
-)
-@click.option(
+@option("tasks", "--tasks", metavar="N")
+@option(
+    "machine",
     "--machine",
     metavar="NAME",
     help="Machine profile for --engine sim (see 'pcplab machines').",
 )
-@click.option("--duration", type=FLOAT, metavar="S", help="Measured seconds.")
-@click.option("--warmup", type=FLOAT, metavar="S", help="Seconds run before measuring.")
-@click.option(
-    "--kernel", metavar="V", help="Model generation, e.g. 6.18 (the default)."
+@option("duration_s", "--duration", metavar="S")
+@option("warmup_s", "--warmup", metavar="S")
+@option("kernel", "--kernel", metavar="V")
+@option("batch", "--batch", metavar="B")
+@option("high", "--high", metavar="H")
+@option("high_fraction", "--high-fraction", metavar="F")
+@option("scale_max", "--scale-max", metavar="S")
+@option(
+    "scale_max_schedule",
+    "--scale-max-schedule",
+    metavar="T:V[,T:V...]",
+    help=schedule_help(),
 )
-@click.option("--batch", type=INT, metavar="B", help="Override pcp->batch.")
-@click.option(
-    "--high",
-    type=INT,
-    metavar="H",
-    help="Override pcp->high (high_min = high_max = H).",
-)
-@click.option(
-    "--high-fraction",
-    type=INT,
-    metavar="F",
-    help="vm.percpu_pagelist_high_fraction (0 or >= 8).",
-)
-@click.option("--scale-max", type=INT, metavar="S", help="pcp_batch_scale_max (0..6).")
-@click.option("--scale-max-schedule", metavar="T:V[,T:V...]", help=SCHEDULE_HELP)
-@click.option(
-    "--relinquish",
-    metavar="off|contended|batched",
-    help="How long free_pcppages_bulk holds zone->lock.",
-)
-@click.option(
-    "--no-free-scaling",
-    is_flag=True,
-    help="Do not scale the free batch (the 2023 debug kernel).",
-)
-@click.option(
-    "--memory-mib",
-    type=INT,
-    metavar="M",
-    help="Managed memory of the model's zone (default: MemTotal).",
-)
-@click.option("--size-mib", type=INT, metavar="M", help="Per-task mapping size.")
-@click.option("--seed", type=INT, metavar="N", help="Random seed.")
-@click.option(
-    "--mode",
-    metavar="process|thread",
-    help="Tasks as processes (default) or threads of one process.",
-)
-@click.option(
-    "--cross-free",
-    is_flag=True,
-    help="Task 2k allocates, task 2k+1 frees its pages (purge threads).",
-)
-@click.option(
-    "--nodes",
-    metavar="N[,N...]",
-    help="Place tasks only on these NUMA nodes' CPUs (a cpuset).",
-)
-@click.option(
-    "--placement",
-    type=click.Choice(["pinned", "spread"]),
-    help="pinned: one task per CPU (will-it-scale, the default); "
-    "spread: unpinned, as the scheduler spreads them (docs/machines.md).",
-)
+@option("relinquish", "--relinquish")
+@option("no_free_scaling", "--no-free-scaling", is_flag=True)
+@option("memory_mib", "--memory-mib", metavar="M")
+@option("size_mib", "--size-mib", metavar="M")
+@option("seed", "--seed", metavar="N")
+@option("mode", "--mode")
+@option("cross_free", "--cross-free", is_flag=True)
+@option("nodes", "--nodes", metavar="N[,N...]")
+@option("placement", "--placement")
 @click.option(
     "--lock-stats",
     type=click.Choice(["perf", "off"]),

@@ -25,8 +25,6 @@ from pcplab.errors import BadInput
 
 INTEGER = re.compile(r"[+-]?[0-9]+")
 DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-# The shortest phase of a run in seconds (the engines' spec parsers agree).
-MIN_SECONDS = 0.001
 # Where the kernel's own files live: results are never written there.
 KERNEL_FILESYSTEMS = ("/proc", "/sys")
 
@@ -39,9 +37,17 @@ class _Ascii:
 
     def convert(self, value: Any, param: Any, ctx: Any) -> Any:
         """Convert VALUE as click's type does, if it is written in ASCII digits."""
+        self.check_ascii(value, param, ctx)
+        number = super().convert(value, param, ctx)
+        return self.check_finite(value, number, param, ctx)
+
+    def check_ascii(self, value: Any, param: Any, ctx: Any) -> None:
+        """Refuse VALUE if it is a string but not an ASCII number."""
         if isinstance(value, str) and not self.pattern.fullmatch(value):
             self.fail(f"{value!r} is not {self.kind}", param, ctx)
-        number = super().convert(value, param, ctx)
+
+    def check_finite(self, value: Any, number: Any, param: Any, ctx: Any) -> Any:
+        """Return NUMBER (converted from VALUE) if finite; refuse it otherwise."""
         if isinstance(number, float) and not math.isfinite(number):
             self.fail(f"{value!r} is too large", param, ctx)
         return number
@@ -246,43 +252,3 @@ def check_output_dir(path: str, option: str) -> Path:
             os.close(fd)
             os.unlink(probe)
     return directory
-
-
-SCHEDULE_HELP = (
-    "Change pcp_batch_scale_max during the run: to V (0..6) at T seconds into "
-    "the measured phase (0: when measuring starts), e.g. 0:5,0.5:0."
-)
-SCHEDULE_ALLOWED = (
-    "give T:V[,T:V...] with T seconds into the measured phase (0 or more, in "
-    "time order) and V a pcp_batch_scale_max of 0..6, e.g. 0:5,0.5:0"
-)
-
-
-def parse_scale_max_schedule(text: str) -> list[list[float | int]]:
-    """Parse --scale-max-schedule "0:5,0.5:0" into [[0.0, 5], [0.5, 0]].
-
-    Anything else is BadInput: one line saying what is wrong and what is
-    allowed. The engine checks the kernel generation and the time range.
-    """
-    schedule: list[list[float | int]] = []
-
-    def bad(problem: str) -> BadInput:
-        return BadInput(f"--scale-max-schedule {text!r}: {problem}; {SCHEDULE_ALLOWED}")
-
-    for entry in text.split(","):
-        parts = entry.split(":")
-        if len(parts) != 2:
-            raise bad(f"{entry.strip()!r} is not T:V")
-        if not DECIMAL.fullmatch(parts[0].strip()):
-            raise bad(f"time {parts[0].strip()!r} is not a number")
-        if not INTEGER.fullmatch(parts[1].strip()):
-            raise bad(f"value {parts[1].strip()!r} is not an integer")
-        at, value = float(parts[0]), int(parts[1])
-        if not math.isfinite(at) or at < 0:
-            raise bad(f"time {parts[0].strip()} is not 0 or more")
-        if not 0 <= value <= 6:
-            raise bad(f"value {value} is out of range")
-        if schedule and at < schedule[-1][0]:
-            raise bad(f"time {parts[0].strip()} comes before {schedule[-1][0]:g}")
-        schedule.append([at, value])
-    return schedule

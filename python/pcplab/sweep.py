@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
-from pcplab import engine, machines, progress
+from pcplab import engine, machines, progress, spec_keys
 from pcplab.errors import BadInput
 from pcplab.inputs import DECIMAL, INTEGER
 
@@ -19,8 +19,6 @@ SCHEDULER = re.compile(
     r"(?:(?:tcp|tls|ws|wss|ucx)://)?(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)"
     r"(?::(?P<port>[0-9]{1,5}))?/?|inproc://\S+"
 )
-# Keys whose values stay strings (a kernel generation "6.6" is not a number).
-STRING_KEYS = ("workload", "machine", "mode", "kernel", "relinquish", "placement")
 
 
 def _value(text: str) -> Any:
@@ -66,7 +64,7 @@ def parse_param(text: str) -> tuple[str, list[Any]]:
             f"--param {text!r} is not KEY=V1,V2,...; give e.g. batch=31,63,127"
         )
     key = key.strip()
-    if key in STRING_KEYS:
+    if key in spec_keys.string_keys():  # a kernel "6.6" is no number
         return key, [part.strip() for part in parts]
     return key, [_value(part) for part in parts]
 

@@ -10,9 +10,10 @@ import click
 
 from pcplab import engine, machines
 from pcplab.comparison import FORMATS
-from pcplab.inputs import FLOAT, AsciiIntRange, check_output_file
+from pcplab.inputs import AsciiIntRange, check_output_file
 from pcplab.repeat_cli import repeat_options
 from pcplab.repeats import expand, regroup, runs_per_point
+from pcplab.spec_keys import option, schedule_help
 from pcplab.sweep import (
     check_scheduler,
     grid,
@@ -59,14 +60,15 @@ def _step_metrics(result: dict[str, Any]) -> dict[str, Any]:
     metavar="E",
     help="Engine: native, sim, host (if built).",
 )
-@click.option(
+@option(
+    "workload",
     "--workload",
     cls=WorkloadOption,
     engines=engine.KNOWN_ENGINES,
     required=True,
     metavar="W",
 )
-@click.option("--machine", metavar="NAME", help="Machine profile (sim).")
+@option("machine", "--machine", metavar="NAME", help="Machine profile (sim).")
 @click.option(
     "--param",
     "params",
@@ -74,13 +76,13 @@ def _step_metrics(result: dict[str, Any]) -> dict[str, Any]:
     metavar="KEY=V1,V2",
     help="A spec key and its values; the grid is the product of all --param.",
 )
-@click.option("--duration", type=FLOAT, metavar="S", help="Measured seconds.")
-@click.option("--warmup", type=FLOAT, metavar="S", help="Seconds before measuring.")
-@click.option(
+@option("duration_s", "--duration", metavar="S")
+@option("warmup_s", "--warmup", metavar="S")
+@option(
+    "scale_max_schedule",
     "--scale-max-schedule",
     metavar="T:V[,T:V...]",
-    help="Change pcp_batch_scale_max in every run: to V (0..6) at T seconds "
-    "into the measured phase, e.g. 0:5,0.5:0.",
+    help=schedule_help(),
 )
 @click.option(
     "--jobs", type=AsciiIntRange(1), default=1, show_default=True, help="Parallel runs."
@@ -113,8 +115,8 @@ def sweep_command(
     csv_out: str | None,
 ) -> None:
     """Run WORKLOAD at every point of the --param grid; print one row per point."""
-    from pcplab.inputs import parse_scale_max_schedule
     from pcplab.report import write_csv
+    from pcplab.spec_keys import parse_scale_max_schedule
 
     schedule = (
         None

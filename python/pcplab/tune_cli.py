@@ -12,8 +12,9 @@ import click
 from pcplab import engine, machines
 from pcplab.budgets import format_ns, metric_path, parse_budget
 from pcplab.errors import BadInput
-from pcplab.inputs import FLOAT, INT, AsciiIntRange, check_output_file
+from pcplab.inputs import AsciiIntRange, check_output_file
 from pcplab.repeats import MAX_RUNS
+from pcplab.spec_keys import option
 from pcplab.tune import KNOBS, Tuning, how_to_apply, knobs_for, tune
 
 EPILOG = """\b
@@ -167,11 +168,12 @@ def _as_json(result: Tuning, metric: str | None) -> dict[str, Any]:
     type=click.Choice([k.key for k in KNOBS]),
     help="Search only these knobs (default: every knob of the kernel).",
 )
-@click.option("--kernel", default="6.18", show_default=True, help="Model generation.")
-@click.option("--tasks", type=INT, metavar="N", help="Tasks (default: one per CPU).")
-@click.option(
+@option("kernel", "--kernel", default="6.18", show_default=True)
+@option("tasks", "--tasks", metavar="N", help="Tasks (default: one per CPU).")
+@option(
+    "duration_s",
     "--duration",
-    type=FLOAT,
+    "duration",
     default=1.0,
     show_default=True,
     metavar="S",

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The engine executable (pcplab-native, pcplab-sim): reads a JSON request
- * on stdin and writes JSON on stdout (docs/engine-protocol.md), or lists
- * the workloads (`workloads`, no input). Exit 0 on success, 2 on bad input
- * (one line on stderr), 3 if an invariant broke, 1 on any other failure.
+ * on stdin and writes JSON on stdout (docs/engine-protocol.md), lists
+ * the workloads (`workloads`) or prints the spec-key table (`keys`), both
+ * without input. Exit 0 on success, 2 on bad input (one line on stderr),
+ * 3 if an invariant broke, 1 on any other failure.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,6 +103,8 @@ int main(int argc, char **argv)
 	char *text;
 	int ret;
 
+	if (!strcmp(cmd, "keys"))
+		return spec_keys_main();
 	if (!strcmp(cmd, "workloads")) /* no platform needed to list them */
 		return workloads_main(WORKLOAD_MODEL, model_runs);
 	arch_init();
@@ -110,7 +113,7 @@ int main(int argc, char **argv)
 	if (strcmp(cmd, "run") && strcmp(cmd, "resolve") &&
 	    strcmp(cmd, "pagesets")) {
 		fprintf(stderr,
-			"pcplab: error: unknown command '%s'; known: run, resolve, pagesets, proptest, workloads\n",
+			"pcplab: error: unknown command '%s'; known: run, resolve, pagesets, proptest, workloads, keys\n",
 			cmd);
 		return 2;
 	}

@@ -3,7 +3,8 @@
  * The run spec: parsed from JSON, every key checked against the range the
  * kernel (or the engine) accepts, defaults filled in, and written back out
  * resolved. Bad input gets one message naming what is wrong and what is
- * allowed; nothing runs.
+ * allowed; nothing runs. The keys, their ranges and defaults are the rows
+ * of spec_keys.h; the functions here are for what a row cannot say.
  */
 #include <limits.h>
 #include <math.h>
@@ -13,12 +14,22 @@
 
 #include <pcplab/engine.h>
 #include <pcplab/model_workload.h>
+#include <pcplab/spec_keys.h>
 
-/*
- * The shortest duration_s, and warmup_s other than 0: below a millisecond a
- * run measures nothing (a fault takes microseconds, a sample a second).
- */
-#define MIN_SECONDS 0.001
+_Static_assert(SPEC_MAX_TASKS <= NR_CPUS, "a task is a model CPU");
+
+/* Where struct spec holds each key (spec_keys.h). */
+#define FIELD(member) SPEC_FIELD(struct spec, member)
+#define MODEL_FIELD(key, model, host, ...) [SPEC_KEY_##key] = model,
+static const struct spec_field spec_fields[NR_SPEC_KEYS] = { SPEC_KEYS(
+	MODEL_FIELD) };
+#undef MODEL_FIELD
+
+/* This binary's bit in the rows' engines. */
+static unsigned int this_engine(void)
+{
+	return strcmp(PCPLAB_PLATFORM, "sim") ? ENGINE_NATIVE : ENGINE_SIM;
+}
 
 static int fail(char *err, const char *fmt, ...)
 {
@@ -28,47 +39,6 @@ static int fail(char *err, const char *fmt, ...)
 	vsnprintf(err, ERRLEN, fmt, ap);
 	va_end(ap);
 	return -1;
-}
-
-/* Read integer key @key into @out if present and not null; range-check. */
-static int get_int(const cJSON *o, const char *key, long long lo, long long hi,
-		   long long *out, bool *present, char *err)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-
-	*present = false;
-	if (!v || cJSON_IsNull(v))
-		return 0;
-	if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble))
-		return fail(err, "%s must be an integer; allowed %lld..%lld",
-			    key, lo, hi);
-	if (v->valuedouble < (double)lo || v->valuedouble > (double)hi)
-		return fail(err, "%s %.0f is out of range; allowed %lld..%lld",
-			    key, v->valuedouble, lo, hi);
-	*out = (long long)v->valuedouble;
-	*present = true;
-	return 0;
-}
-
-static int get_num(const cJSON *o, const char *key, double lo, double hi,
-		   bool lo_open, double *out, bool *present, char *err)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-
-	*present = false;
-	if (!v || cJSON_IsNull(v))
-		return 0;
-	if (!cJSON_IsNumber(v))
-		return fail(err, "%s must be a number; allowed %s%g..%g", key,
-			    lo_open ? "more than " : "", lo, hi);
-	if (v->valuedouble > hi || v->valuedouble < lo ||
-	    (lo_open && v->valuedouble <= lo))
-		return fail(err, "%s %g is out of range; allowed %s%g..%g", key,
-			    v->valuedouble, lo_open ? "more than " : "", lo,
-			    hi);
-	*out = v->valuedouble;
-	*present = true;
-	return 0;
 }
 
 static const char *get_str(const cJSON *o, const char *key, char *err, int *bad)
@@ -85,71 +55,21 @@ static const char *get_str(const cJSON *o, const char *key, char *err, int *bad)
 	return v->valuestring;
 }
 
-static const char *const spec_keys[] = {
-	"engine",
-	"workload",
-	"tasks",
-	"duration_s",
-	"warmup_s",
-	"kernel",
-	"batch",
-	"high",
-	"high_fraction",
-	"scale_max",
-	"scale_max_schedule",
-	"relinquish",
-	"no_free_scaling",
-	"memory_mib",
-	"size_mib",
-	"min_free_kbytes",
-	"seed",
-	"machine",
-	"args",
-	"mode",
-	"cross_free",
-	"nodes",
-	"placement",
-};
-
-static int check_keys(const cJSON *o, char *err)
-{
-	const cJSON *item;
-
-	cJSON_ArrayForEach (item, o) {
-		bool known = false;
-
-		for (size_t i = 0; i < ARRAY_SIZE(spec_keys); i++)
-			known |= !strcmp(item->string, spec_keys[i]);
-		if (!known) {
-			char allowed[ERRLEN] = "";
-
-			for (size_t i = 0; i < ARRAY_SIZE(spec_keys); i++)
-				snprintf(allowed + strlen(allowed),
-					 sizeof(allowed) - strlen(allowed),
-					 "%s%s", i ? ", " : "", spec_keys[i]);
-			return fail(err,
-				    "unknown spec key '%s'; allowed: %.400s",
-				    item->string, allowed);
-		}
-	}
-	return 0;
-}
-
-static const char *const relinquish_names[] = { "off", "contended", "batched" };
-
 /*
  * The scale-max schedule: [[t_s, value], ...], t_s seconds into the
  * measured phase (0: when measuring starts), not decreasing; entries at
- * one time apply in order, so the last one holds.
+ * one time apply in order, so the last one holds. A value is a scale_max,
+ * a time at most the longest duration_s.
  */
 static int parse_schedule(const cJSON *o, struct spec *s, char *err)
 {
-	const cJSON *list =
-		cJSON_GetObjectItemCaseSensitive(o, "scale_max_schedule");
+	const cJSON *list = spec_key_value(o, SPEC_KEY_scale_max_schedule);
+	const struct spec_key *knob = &spec_keys[SPEC_KEY_scale_max];
+	double t_max = spec_keys[SPEC_KEY_duration_s].hi;
 	const cJSON *e;
 
 	s->nr_schedule = 0;
-	if (!list || cJSON_IsNull(list))
+	if (!list)
 		return 0;
 	if (!cJSON_IsArray(list) || cJSON_GetArraySize(list) > MAX_SCHEDULE)
 		return fail(
@@ -163,12 +83,13 @@ static int parse_schedule(const cJSON *o, struct spec *s, char *err)
 
 		if (!cJSON_IsArray(e) || cJSON_GetArraySize(e) != 2 ||
 		    !cJSON_IsNumber(t) || !cJSON_IsNumber(v) ||
-		    !(t->valuedouble >= 0 && t->valuedouble <= 86400) ||
-		    v->valuedouble < 0 || v->valuedouble > 6 ||
+		    !(t->valuedouble >= 0 && t->valuedouble <= t_max) ||
+		    v->valuedouble < knob->lo || v->valuedouble > knob->hi ||
 		    v->valuedouble != floor(v->valuedouble))
 			return fail(
 				err,
-				"scale_max_schedule entries are [seconds into the measured phase 0..86400, scale max 0..6]");
+				"scale_max_schedule entries are [seconds into the measured phase 0..%g, scale max %g..%g]",
+				t_max, knob->lo, knob->hi);
 		if (n && t->valuedouble < s->schedule[n - 1].t_s)
 			return fail(
 				err,
@@ -192,7 +113,8 @@ int schedule_value_at(const struct spec *s, u64 ns)
 	return value;
 }
 
-static int parse_enums(const cJSON *o, struct spec *s, char *err)
+/* The engine, the workload and the kernel generation, by name. */
+static int parse_names(const cJSON *o, struct spec *s, char *err)
 {
 	const char *str;
 	int bad;
@@ -225,134 +147,60 @@ static int parse_enums(const cJSON *o, struct spec *s, char *err)
 	if (!s->gen)
 		return fail(err, "unknown kernel '%s'; known: %s", str,
 			    kernel_gen_names());
-
-	str = get_str(o, "relinquish", err, &bad);
-	if (bad)
-		return -1;
-	s->relinquish = s->gen->relinquish;
-	if (str) {
-		size_t i;
-
-		for (i = 0; i < ARRAY_SIZE(relinquish_names); i++)
-			if (!strcmp(str, relinquish_names[i]))
-				break;
-		if (i == ARRAY_SIZE(relinquish_names))
-			return fail(
-				err,
-				"unknown relinquish policy '%s'; known: off, contended, batched",
-				str);
-		s->relinquish = (enum relinquish)i;
-	}
+	if (!spec_key_value(o, SPEC_KEY_relinquish))
+		s->relinquish = s->gen->relinquish;
 	return 0;
 }
 
-static int parse_knobs(const cJSON *o, struct spec *s, char *err)
+/* What the knobs' ranges cannot say: which go together, and since when. */
+static int check_knobs(const cJSON *o, const struct spec *s, char *err)
 {
-	long long v;
-	bool has, has_high, has_frac;
-	const cJSON *b;
-
-	if (get_int(o, "batch", 1, 32767, &v, &has, err))
-		return -1;
-	s->batch = has ? (int)v : 0;
-	if (get_int(o, "high", 0, 1 << 30, &v, &has_high, err))
-		return -1;
-	s->high = has_high ? (int)v : -1;
-	b = cJSON_GetObjectItemCaseSensitive(o, "high_fraction");
-	if (b && !cJSON_IsNull(b) &&
-	    (!cJSON_IsNumber(b) || b->valuedouble != floor(b->valuedouble)))
-		return fail(
-			err,
-			"high_fraction must be an integer; vm.percpu_pagelist_high_fraction takes 0 or 8..%d",
-			INT_MAX);
-	if (get_int(o, "high_fraction", LLONG_MIN / 2, LLONG_MAX / 2, &v,
-		    &has_frac, err))
-		return -1;
-	s->high_fraction = has_frac ? (int)v : 0;
-	if (has_frac && !high_fraction_valid(v))
-		return fail(
-			err,
-			"high_fraction %lld is out of range; vm.percpu_pagelist_high_fraction takes 0 or 8..%d",
-			v, INT_MAX);
-	if (has_high && has_frac)
+	if (spec_key_value(o, SPEC_KEY_high) &&
+	    spec_key_value(o, SPEC_KEY_high_fraction))
 		return fail(
 			err,
 			"high and high_fraction are exclusive; give one of them");
-
-	if (get_int(o, "scale_max", 0, 6, &v, &has, err))
-		return -1;
-	s->scale_max = 5;
-	if (has) {
-		if (!s->gen->high_autotune)
-			return fail(
-				err,
-				"scale_max needs kernel 6.18 or 6.19; pcp_batch_scale_max arrived in v6.7");
-		s->scale_max = (int)v;
-	}
+	if (spec_key_value(o, SPEC_KEY_scale_max) && !s->gen->high_autotune)
+		return fail(
+			err,
+			"scale_max needs kernel 6.18 or 6.19; pcp_batch_scale_max arrived in v6.7");
 	if (s->nr_schedule && !s->gen->high_autotune)
 		return fail(
 			err,
 			"scale_max_schedule needs kernel 6.18 or 6.19; pcp_batch_scale_max arrived in v6.7");
-
-	b = cJSON_GetObjectItemCaseSensitive(o, "no_free_scaling");
-	if (b && !cJSON_IsNull(b) && !cJSON_IsBool(b))
-		return fail(err, "no_free_scaling must be true or false");
-	s->no_free_scaling = b && cJSON_IsTrue(b);
 	return 0;
 }
 
+/* Tasks (at most the engine's CPUs) and the defaults that depend on others. */
 static int parse_sizes(const cJSON *o, struct spec *s, char *err)
 {
-	long long v;
-	double d;
-	bool has;
+	long long tasks = engine_default_tasks(s);
+	char range[128];
 
-	if (get_int(o, "tasks", 1, engine_max_tasks(s), &v, &has, err))
+	if (spec_key_int(o, SPEC_KEY_tasks, engine_max_tasks(s), &tasks, err))
 		return -1;
-	if (!has && !engine_default_tasks(s))
-		return fail(err, "tasks is required; allowed 1..%d",
-			    engine_max_tasks(s));
-	s->tasks = has ? (int)v : engine_default_tasks(s);
-
-	if (get_num(o, "duration_s", MIN_SECONDS, 86400, false, &d, &has, err))
-		return -1;
-	s->duration_s = has ? d : 5.0;
-	if (get_num(o, "warmup_s", 0, 3600, false, &d, &has, err))
-		return -1;
-	if (has && d > 0 && d < MIN_SECONDS)
-		return fail(
-			err,
-			"warmup_s %g is out of range; allowed 0 or %g..3600", d,
-			MIN_SECONDS);
-	s->warmup_s = has ? d : fmin(1.0, s->duration_s / 4);
-
-	/* the model's memory map reaches 8 TiB (memmap.c) */
-	if (get_int(o, "memory_mib", 16,
-		    (long long)(sparse_max_pages() >> (20 - PAGE_SHIFT)), &v,
-		    &has, err))
-		return -1;
-	s->memory_mib = has ? (unsigned long)v : engine_default_memory_mib();
-	if (get_int(o, "size_mib", 1, 1 << 20, &v, &has, err))
-		return -1;
-	s->size_mib = has ? (unsigned long)v
-			  : find_workload(s->workload)->default_size_mib;
-	if (get_int(o, "min_free_kbytes", 128, 1LL << 32, &v, &has, err))
-		return -1;
-	s->min_free_kbytes = has ? (unsigned long)v : 0;
-	if (get_int(o, "seed", 0, 1LL << 53, &v, &has, err))
-		return -1;
-	s->seed = has ? (u64)v : 1;
+	if (!tasks)
+		return fail(err, "tasks is required; %s",
+			    spec_key_range(SPEC_KEY_tasks, engine_max_tasks(s),
+					   range, sizeof(range)));
+	s->tasks = (int)tasks;
+	if (!spec_key_value(o, SPEC_KEY_warmup_s))
+		s->warmup_s = fmin(1.0, s->duration_s / 4);
+	if (!spec_key_value(o, SPEC_KEY_memory_mib))
+		s->memory_mib = engine_default_memory_mib();
+	if (!spec_key_value(o, SPEC_KEY_size_mib))
+		s->size_mib = find_workload(s->workload)->default_size_mib;
 	return 0;
 }
 
 /* The nodes whose CPUs take tasks, like a cpuset's mems and cpus. */
 static int parse_nodes(const cJSON *o, struct spec *s, char *err)
 {
-	const cJSON *list = cJSON_GetObjectItemCaseSensitive(o, "nodes");
+	const cJSON *list = spec_key_value(o, SPEC_KEY_nodes);
 	const cJSON *n;
 
 	s->node_mask = ~0ULL;
-	if (!list || cJSON_IsNull(list))
+	if (!list)
 		return 0;
 	if (!cJSON_IsArray(list) || !cJSON_GetArraySize(list))
 		return fail(err,
@@ -402,51 +250,16 @@ static int check_high(struct spec *s, char *err)
 		return 0;
 	return fail(
 		err,
-		"high %d is below %s %d (every free past it would take zone->lock); allowed 0 or %d..%d",
+		"high %d is below %s %d (every free past it would take zone->lock); allowed 0 or %d..%.0f",
 		s->high, s->batch ? "batch" : "the zone's batch", batch, batch,
-		1 << 30);
+		spec_keys[SPEC_KEY_high].hi);
 }
 
-/*
- * Where tasks run: "pinned" (will-it-scale: task i on the i-th CPU, the
- * first thread of every core before any second thread, node by node) or
- * "spread" (unpinned tasks, as the scheduler's load balancing places them:
- * over the allowed nodes in turn, idle cores before SMT siblings).
- */
-static int parse_placement(const cJSON *o, struct spec *s, char *err)
+/* Cross-CPU free pairs tasks of a workload that frees what it maps. */
+static int check_cross_free(const struct spec *s, char *err)
 {
-	const char *str;
-	int bad;
-
-	str = get_str(o, "placement", err, &bad);
-	if (bad)
-		return -1;
-	if (str && strcmp(str, "pinned") && strcmp(str, "spread"))
-		return fail(err,
-			    "unknown placement '%s'; known: pinned, spread",
-			    str);
-	s->spread = str && !strcmp(str, "spread");
-	return 0;
-}
-
-/* Process or thread mode, and cross-CPU free. */
-static int parse_mode(const cJSON *o, struct spec *s, char *err)
-{
-	const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, "cross_free");
 	const struct model_workload *wl = find_model_workload(s->workload);
-	const char *mode;
-	int bad;
 
-	mode = get_str(o, "mode", err, &bad);
-	if (bad)
-		return -1;
-	if (mode && strcmp(mode, "process") && strcmp(mode, "thread"))
-		return fail(err, "unknown mode '%s'; known: process, thread",
-			    mode);
-	s->threads = mode && !strcmp(mode, "thread");
-	if (x && !cJSON_IsNull(x) && !cJSON_IsBool(x))
-		return fail(err, "cross_free must be true or false");
-	s->cross_free = x && cJSON_IsTrue(x);
 	if (!s->cross_free)
 		return 0;
 	if (wl->no_cross_free || wl->configure)
@@ -465,11 +278,11 @@ static int parse_mode(const cJSON *o, struct spec *s, char *err)
 /* The workload's own arguments ("args"), checked by the workload. */
 static int parse_args(const cJSON *o, struct spec *s, char *err)
 {
-	const cJSON *args = cJSON_GetObjectItemCaseSensitive(o, "args");
+	const cJSON *args = spec_key_value(o, SPEC_KEY_args);
 	const struct model_workload *wl = find_model_workload(s->workload);
 	char *text;
 
-	if (!args || cJSON_IsNull(args))
+	if (!args)
 		return wl->configure ? wl->configure(NULL, err) : 0;
 	if (!cJSON_IsObject(args))
 		return fail(err, "args must be an object");
@@ -493,13 +306,15 @@ int spec_parse(const char *text, struct spec *spec, char *err)
 		     "the spec is not a JSON object; give {\"workload\": ..., \"tasks\": ...}");
 		goto out;
 	}
-	if (check_keys(o, err) || parse_enums(o, spec, err) ||
-	    parse_schedule(o, spec, err) || parse_knobs(o, spec, err) ||
-	    engine_parse_machine(cJSON_GetObjectItemCaseSensitive(o, "machine"),
-				 spec, err) ||
-	    parse_nodes(o, spec, err) || parse_placement(o, spec, err) ||
-	    parse_sizes(o, spec, err) || check_high(spec, err) ||
-	    parse_args(o, spec, err) || parse_mode(o, spec, err))
+	if (spec_keys_check(o, this_engine(), err) ||
+	    spec_keys_parse(o, spec_fields, spec, err) ||
+	    parse_names(o, spec, err) || parse_schedule(o, spec, err) ||
+	    check_knobs(o, spec, err) ||
+	    engine_parse_machine(spec_key_value(o, SPEC_KEY_machine), spec,
+				 err) ||
+	    parse_nodes(o, spec, err) || parse_sizes(o, spec, err) ||
+	    check_high(spec, err) || parse_args(o, spec, err) ||
+	    check_cross_free(spec, err))
 		goto out;
 	ret = 0;
 out:
@@ -522,28 +337,10 @@ void spec_apply_policy(const struct spec *s)
 	mm_shared_by_threads = s->threads;
 }
 
-/* The spec with every default filled in. */
-cJSON *spec_to_json(const struct spec *s)
+static void write_schedule(cJSON *o, const struct spec *s)
 {
-	cJSON *o = cJSON_CreateObject();
 	cJSON *sched = cJSON_AddArrayToObject(o, "scale_max_schedule");
 
-	cJSON_AddStringToObject(o, "engine", s->engine);
-	cJSON_AddStringToObject(o, "workload", s->workload);
-	cJSON_AddNumberToObject(o, "tasks", s->tasks);
-	cJSON_AddNumberToObject(o, "duration_s", s->duration_s);
-	cJSON_AddNumberToObject(o, "warmup_s", s->warmup_s);
-	cJSON_AddStringToObject(o, "kernel", s->gen->name);
-	if (s->batch)
-		cJSON_AddNumberToObject(o, "batch", s->batch);
-	else
-		cJSON_AddNullToObject(o, "batch");
-	if (s->high >= 0)
-		cJSON_AddNumberToObject(o, "high", s->high);
-	else
-		cJSON_AddNullToObject(o, "high");
-	cJSON_AddNumberToObject(o, "high_fraction", s->high_fraction);
-	cJSON_AddNumberToObject(o, "scale_max", s->scale_max);
 	for (int i = 0; i < s->nr_schedule; i++) {
 		cJSON *pair = cJSON_CreateArray();
 
@@ -553,32 +350,63 @@ cJSON *spec_to_json(const struct spec *s)
 				     cJSON_CreateNumber(s->schedule[i].value));
 		cJSON_AddItemToArray(sched, pair);
 	}
-	cJSON_AddStringToObject(o, "relinquish",
-				relinquish_names[s->relinquish]);
-	cJSON_AddBoolToObject(o, "no_free_scaling", s->no_free_scaling);
-	cJSON_AddNumberToObject(o, "memory_mib", (double)s->memory_mib);
-	cJSON_AddNumberToObject(o, "size_mib", (double)s->size_mib);
-	if (s->min_free_kbytes)
-		cJSON_AddNumberToObject(o, "min_free_kbytes",
-					(double)s->min_free_kbytes);
-	else
-		cJSON_AddNullToObject(o, "min_free_kbytes");
-	cJSON_AddNumberToObject(o, "seed", (double)s->seed);
-	if (s->machine_name[0])
-		cJSON_AddStringToObject(o, "machine", s->machine_name);
-	if (s->args_json[0])
-		cJSON_AddItemToObject(o, "args", cJSON_Parse(s->args_json));
-	cJSON_AddStringToObject(o, "mode", s->threads ? "thread" : "process");
-	cJSON_AddBoolToObject(o, "cross_free", s->cross_free);
-	cJSON_AddStringToObject(o, "placement",
-				s->spread ? "spread" : "pinned");
-	if (s->node_mask != ~0ULL) {
-		cJSON *nodes = cJSON_AddArrayToObject(o, "nodes");
+}
 
-		for (int n = 0; n < 64; n++)
-			if (s->node_mask & (1ULL << n))
-				cJSON_AddItemToArray(nodes,
-						     cJSON_CreateNumber(n));
+static void write_nodes(cJSON *o, const struct spec *s)
+{
+	cJSON *nodes;
+
+	if (s->node_mask == ~0ULL)
+		return;
+	nodes = cJSON_AddArrayToObject(o, "nodes");
+	for (int n = 0; n < 64; n++)
+		if (s->node_mask & (1ULL << n))
+			cJSON_AddItemToArray(nodes, cJSON_CreateNumber(n));
+}
+
+/* Add @key's resolved value to @o: its field, or what stands for it. */
+static void write_key(cJSON *o, enum spec_key_id key, const struct spec *s)
+{
+	switch (key) {
+	case SPEC_KEY_engine:
+		cJSON_AddStringToObject(o, "engine", s->engine);
+		break;
+	case SPEC_KEY_workload:
+		cJSON_AddStringToObject(o, "workload", s->workload);
+		break;
+	case SPEC_KEY_kernel:
+		cJSON_AddStringToObject(o, "kernel", s->gen->name);
+		break;
+	case SPEC_KEY_scale_max_schedule:
+		write_schedule(o, s);
+		break;
+	case SPEC_KEY_machine:
+		if (s->machine_name[0])
+			cJSON_AddStringToObject(o, "machine", s->machine_name);
+		break;
+	case SPEC_KEY_args:
+		if (s->args_json[0])
+			cJSON_AddItemToObject(o, "args",
+					      cJSON_Parse(s->args_json));
+		break;
+	case SPEC_KEY_nodes:
+		write_nodes(o, s);
+		break;
+	default:
+		spec_key_write(o, key, spec_fields, s);
 	}
+}
+
+/* The spec with every default filled in, in the table's order. */
+cJSON *spec_to_json(const struct spec *s)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	/* first, where results have always had it (their bytes stay equal) */
+	write_key(o, SPEC_KEY_scale_max_schedule, s);
+	for (int i = 0; i < NR_SPEC_KEYS; i++)
+		if ((spec_keys[i].engines & this_engine()) &&
+		    i != SPEC_KEY_scale_max_schedule)
+			write_key(o, i, s);
 	return o;
 }

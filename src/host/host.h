@@ -12,12 +12,13 @@
 #include <cjson/cJSON.h>
 
 #include <pcplab/host_workload.h>
+#include <pcplab/spec_keys.h>
 
-#define HOST_ERRLEN 256
-#define HOST_MAX_TASKS 1024
+#define HOST_ERRLEN SPEC_ERRLEN
 #define HOST_COUNTER_STRIDE \
 	256 /* bytes between task counters (will-it-scale) */
 
+/* The host's run spec; spec_keys.h has its keys, and where each is held. */
 struct host_spec {
 	const struct host_workload *wl;
 	int tasks;

@@ -2,9 +2,10 @@
 /*
  * pcplab-host: the host engine executable. Same protocol as pcplab-native
  * (docs/engine-protocol.md): `pcplab-host resolve|run < spec.json`, JSON
- * on stdout, or `pcplab-host workloads` (no input); exit 0 on success, 2
- * on bad input (one stderr line, nothing run), 1 on any other failure (one
- * stderr line).
+ * on stdout; `pcplab-host workloads` and `pcplab-host keys` (no input) list
+ * the workloads and print the spec-key table; exit 0 on success, 2 on bad
+ * input (one stderr line, nothing run), 1 on any other failure (one stderr
+ * line).
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -155,10 +156,12 @@ int main(int argc, char **argv)
 
 	if (argc == 2 && !strcmp(argv[1], "workloads"))
 		return workloads_main(WORKLOAD_HOST, host_runs);
+	if (argc == 2 && !strcmp(argv[1], "keys"))
+		return spec_keys_main();
 	if (argc != 2 ||
 	    (strcmp(argv[1], "run") && strcmp(argv[1], "resolve"))) {
 		fprintf(stderr,
-			"pcplab: error: unknown command; usage: pcplab-host run|resolve < spec.json, or pcplab-host workloads\n");
+			"pcplab: error: unknown command; usage: pcplab-host run|resolve < spec.json, or pcplab-host workloads|keys\n");
 		return 2;
 	}
 	text = read_stdin();

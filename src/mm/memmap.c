@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 
 #include <pcplab/mm.h>
+#include <pcplab/spec_keys.h>
 
 struct page *vmemmap;
 char *list_base;
@@ -31,10 +32,15 @@ static unsigned long nr_present_sections;
 #define MEMBLOCK_BYTES (256UL << 20)
 
 /* The largest memory, in pages, whose map the list links reach. */
+#define SPARSE_MAX_PAGES ((LIST_REACH - MEMBLOCK_BYTES) / sizeof(struct page))
+
+/* The spec's memory_mib stops where the map does (spec_keys.h). */
+_Static_assert(SPARSE_MAX_PAGES >> (20 - PAGE_SHIFT) == SPEC_MAX_MEMORY_MIB,
+	       "SPEC_MAX_MEMORY_MIB is the memory map's reach");
+
 unsigned long sparse_max_pages(void)
 {
-	return (unsigned long)((LIST_REACH - MEMBLOCK_BYTES) /
-			       sizeof(struct page));
+	return SPARSE_MAX_PAGES;
 }
 
 /*

@@ -18,15 +18,9 @@ from pcplab.comparison import FORMATS
 from pcplab.errors import BadInput
 from pcplab.host import lockstat, procfs, report, runner, sweep, sysctl, trace
 from pcplab.host.execute import execute_run, guard, refuse_host_scale_max_schedule
-from pcplab.inputs import (
-    FLOAT,
-    INT,
-    MIN_SECONDS,
-    AsciiFloatRange,
-    AsciiIntRange,
-    check_output_file,
-)
+from pcplab.inputs import AsciiIntRange, check_output_file
 from pcplab.repeat_cli import repeat_options
+from pcplab.spec_keys import option, schedule_help
 from pcplab.workloads import WorkloadOption
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 88}
@@ -56,8 +50,8 @@ def _with_options(
     func: Callable[..., Any], options: list[Callable[..., Any]]
 ) -> Callable[..., Any]:
     """Apply click OPTIONS to FUNC in the order they are listed."""
-    for option in reversed(options):
-        func = option(func)
+    for add_option in reversed(options):
+        func = add_option(func)
     return func
 
 
@@ -76,50 +70,27 @@ def host(ctx: click.Context) -> None:
 def _workload_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """Add the options that describe a host workload run."""
     options = [
-        click.option(
+        option(
+            "workload",
             "--workload",
             cls=WorkloadOption,
             engines=("host",),
             required=True,
             metavar="W",
         ),
-        click.option(
-            "--tasks",
-            type=INT,
-            required=True,
-            metavar="N",
-            help="Tasks, pinned one per core like will-it-scale.",
-        ),
-        click.option("--duration", type=FLOAT, metavar="S", help="Measured seconds."),
-        click.option(
-            "--warmup", type=FLOAT, metavar="S", help="Seconds run before measuring."
-        ),
-        click.option(
-            "--size-mib", type=INT, metavar="M", help="Per-task mapping size."
-        ),
-        click.option(
-            "--mode",
-            type=click.Choice(["process", "thread"]),
-            help="Tasks as processes (default) or threads.",
-        ),
-        click.option(
+        option("tasks", "--tasks", required=True, metavar="N"),
+        option("duration_s", "--duration", metavar="S"),
+        option("warmup_s", "--warmup", metavar="S"),
+        option("size_mib", "--size-mib", metavar="M"),
+        option("mode", "--mode"),
+        option(
+            "timed",
             "--untimed",
             is_flag=True,
             help="Do not time first touches (no fault latency).",
         ),
     ]
     return _with_options(func, options)
-
-
-def _zero_or_min_seconds(
-    _ctx: click.Context, param: click.Parameter, value: float
-) -> float:
-    """Refuse a traced phase too short to see anything (0 switches it off)."""
-    if 0 < value < MIN_SECONDS:
-        raise click.BadParameter(
-            f"{value:g} is too short; allowed 0 or {MIN_SECONDS:g}..3600", param=param
-        )
-    return value
 
 
 def _trace_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -133,14 +104,12 @@ def _trace_options(func: Callable[..., Any]) -> Callable[..., Any]:
             show_default=True,
             help="Kernel tracing method (auto: the best permitted).",
         ),
-        click.option(
+        option(
+            "trace_s",
             "--trace-seconds",
-            type=AsciiFloatRange(0, 3600),
-            callback=_zero_or_min_seconds,
             default=runner.DEFAULT_TRACE_S,
             show_default=True,
-            help="Length of the traced phase after the measurement (0: none, "
-            "else at least 0.001).",
+            help="Length of the traced phase after the measurement (0: none).",
         ),
         click.option(
             "--burst-gap-ns",
@@ -230,9 +199,9 @@ def info_command(no_probe: bool, as_json: bool) -> None:
 
 @host.command("run", short_help="Run a workload on the running kernel.")
 @_workload_options
-@click.option(
+@option(
+    "high_fraction",
     "--high-fraction",
-    type=INT,
     metavar="F",
     help="Set vm.percpu_pagelist_high_fraction for the run (root).",
 )
@@ -496,7 +465,7 @@ def _compare_models(
     }
     common.update({k: v for k, v in optional.items() if v is not None})
     if p["scale_max_schedule"] is not None:
-        from pcplab.inputs import parse_scale_max_schedule
+        from pcplab.spec_keys import parse_scale_max_schedule
 
         common["scale_max_schedule"] = parse_scale_max_schedule(p["scale_max_schedule"])
     runs = runs_per_point([model], seeds, repeat)
@@ -518,37 +487,36 @@ def _compare_models(
     short_help="This kernel beside the model, or two model configurations.",
     epilog=COMPARE_EPILOG,
 )
-@click.option(
+@option(
+    "workload",
     "--workload",
     cls=WorkloadOption,
     engines=("host", *MODEL_ENGINES),
     required=True,
     metavar="W",
 )
-@click.option(
-    "--tasks",
-    type=INT,
-    metavar="N",
-    help="Tasks (the host needs it; sim: one per CPU).",
+@option(
+    "tasks", "--tasks", metavar="N", help="Tasks (the host needs it; sim: one per CPU)."
 )
-@click.option("--duration", type=FLOAT, metavar="S", help="Measured seconds.")
-@click.option("--warmup", type=FLOAT, metavar="S", help="Seconds run before measuring.")
-@click.option("--size-mib", type=INT, metavar="M", help="Per-task mapping size.")
+@option("duration_s", "--duration", metavar="S")
+@option("warmup_s", "--warmup", metavar="S")
+@option("size_mib", "--size-mib", metavar="M")
 @click.option(
     "--model",
     type=click.Choice(MODEL_ENGINES),
     help="Model engine: sim if built, else native.",
 )
-@click.option(
+@option(
+    "machine",
     "--machine",
     metavar="NAME",
     help="Machine profile for --model sim (this host's calibrated one).",
 )
-@click.option(
+@option(
+    "scale_max_schedule",
     "--scale-max-schedule",
     metavar="T:V[,T:V...]",
-    help="Change pcp_batch_scale_max to V (0..6) at T seconds into the measured "
-    "phase of both runs; refused while the host engine cannot change the "
+    help=schedule_help() + " Refused while the host engine cannot change the "
     "kernel's vm.pcp_batch_scale_max (mainline kernels have none).",
 )
 @click.option(
@@ -611,7 +579,7 @@ def compare(
             "configurations); drop them, or give --base and --new"
         )
     if scale_max_schedule is not None:
-        from pcplab.inputs import parse_scale_max_schedule
+        from pcplab.spec_keys import parse_scale_max_schedule
 
         parse_scale_max_schedule(scale_max_schedule)
         refuse_host_scale_max_schedule()  # the kernel's side cannot follow it

@@ -23,6 +23,7 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
 
+from pcplab import spec_keys
 from pcplab.errors import BadInput, PcplabError
 
 SYSCTL_DIR = Path("/proc/sys")
@@ -73,9 +74,9 @@ def write_sysctl(name: str, value: str | int) -> None:
         sysctl_path(name).write_text(f"{value}\n")
     except OSError as exc:
         if exc.errno == errno.EINVAL:
+            allowed = spec_keys.key("high_fraction").range_words()
             raise BadInput(
-                f"the kernel refused {name} = {value} (EINVAL); "
-                "vm.percpu_pagelist_high_fraction takes 0 or 8 and more"
+                f"the kernel refused {name} = {value} (EINVAL); {allowed}"
             ) from exc
         raise PcplabError(f"cannot write {name} = {value}: {exc.strerror}") from exc
 

@@ -9,11 +9,13 @@
 #include <cjson/cJSON.h>
 
 #include "mm.h"
+#include "spec_keys.h"
 
 #define MAX_SCHEDULE 32
 #define MAX_SAMPLES 4096
-#define ERRLEN 512
+#define ERRLEN SPEC_ERRLEN
 
+/* The run spec; spec_keys.h has its keys, and where each is held here. */
 struct spec {
 	char engine[16];
 	char workload[32];

@@ -236,7 +236,8 @@ struct cpu_stats {
  * The zone-lock relinquish policy while freeing: Joshua Hahn's linux-mm
  * threads of 2025, v1 "mm/page_alloc: Occasionally relinquish zone lock in
  * batch freeing" (not merged) and "mm/page_alloc: Batch callers of
- * free_pcppages_bulk" (v6.19).
+ * free_pcppages_bulk" (v6.19). In the order of the spec key's choices
+ * (relinquish in spec_keys.h): the spec stores the index.
  */
 enum relinquish {
 	RELINQUISH_OFF, /* one hold per free_pcppages_bulk */
