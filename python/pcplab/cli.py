@@ -24,6 +24,7 @@ from pcplab.inputs import (
     parse_int_list,
 )
 from pcplab.memguard import check_memory, mem_available_bytes
+from pcplab.policies import PolicyOption
 from pcplab.repeat_cli import emit_repeated, repeat_options
 from pcplab.repeats import run_repeated, runs_per_point
 from pcplab.reproduce import reference_option, reproduce_command
@@ -290,6 +291,7 @@ def pagesets(
     help="--engine host: lock contention of the measured phase with perf lock "
     "(root), or off; default perf where permitted, else off with the reason.",
 )
+@option("policy", "--policy", cls=PolicyOption, metavar="P")
 @repeat_options
 @click.option("--json", "as_json", is_flag=True, help="Print the result JSON.")
 @click.option("--output", metavar="FILE", help="Also write the result JSON to FILE.")
@@ -316,6 +318,7 @@ def run(
     nodes: str | None,
     placement: str | None,
     lock_stats: str | None,
+    policy: str | None,
     seeds: int | None,
     repeat: int | None,
     as_json: bool,
@@ -367,6 +370,7 @@ def run(
         "seed": seed,
         "mode": mode,
         "placement": placement,
+        "policy": policy,
     }
     spec.update({key: value for key, value in optional.items() if value is not None})
     if schedule is not None:
@@ -409,6 +413,24 @@ def run(
         click.echo(format_summary(result))
     if violation is not None:
         raise violation
+
+
+@cli.command("policies", short_help="List the model's PCP policies.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def policies_command(as_json: bool) -> None:
+    """List the PCP policies of src/mm/policies/: what each decides.
+
+    A policy is one file; `--policy NAME` on run, sweep and tune (or
+    "policy" in a spec) runs the model with it.
+    """
+    from pcplab import policies
+
+    if as_json:
+        _emit_json(list(engine.list_policies()))
+        return
+    headers = ["policy", "decides", "needs", "summary"]
+    for line in format_table(headers, policies.rows(), left=4):
+        click.echo(line)
 
 
 @cli.command("machines", short_help="List the machine profiles of the sim engine.")

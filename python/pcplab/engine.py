@@ -47,6 +47,21 @@ def engine_binary(engine: str) -> Path:
     raise BadInput(f"unknown engine '{engine}'; built engines: {allowed}")
 
 
+def _engine_list(command: str, engines: list[str]) -> tuple[dict[str, Any], ...]:
+    """Return what the first built of ENGINES prints for COMMAND (a JSON list)."""
+    if not engines:
+        return ()
+    binary = bin_dir() / f"{_PREFIX}{engines[0]}"
+    proc = _spawn(binary, command, "")
+    if proc.returncode:
+        detail = proc.stderr.strip() or _describe_exit(proc.returncode)
+        raise EngineError(f"{binary.name} {command} failed: {detail}")
+    try:
+        return tuple(json.loads(proc.stdout))
+    except json.JSONDecodeError as exc:
+        raise EngineError(f"{binary.name} {command} wrote no JSON: {exc}") from exc
+
+
 @functools.cache
 def list_workloads() -> tuple[dict[str, Any], ...]:
     """Return the workloads the engines know, as `pcplab-<engine> workloads` lists them.
@@ -55,18 +70,18 @@ def list_workloads() -> tuple[dict[str, Any], ...]:
     name. Every engine links every workload's descriptor, so any built
     engine gives the same list; none built gives an empty one.
     """
-    built = built_engines()
-    if not built:
-        return ()
-    binary = bin_dir() / f"{_PREFIX}{built[0]}"
-    proc = _spawn(binary, "workloads", "")
-    if proc.returncode:
-        detail = proc.stderr.strip() or _describe_exit(proc.returncode)
-        raise EngineError(f"{binary.name} workloads failed: {detail}")
-    try:
-        return tuple(json.loads(proc.stdout))
-    except json.JSONDecodeError as exc:
-        raise EngineError(f"{binary.name} workloads wrote no JSON: {exc}") from exc
+    return _engine_list("workloads", built_engines())
+
+
+@functools.cache
+def list_policies() -> tuple[dict[str, Any], ...]:
+    """Return the PCP policies of the model, as `pcplab-<engine> policies` lists them.
+
+    Each is {name, summary, decides, needs}, sorted by name; the model
+    engines (native, sim) link every policy file of src/mm/policies/. None
+    built gives an empty list.
+    """
+    return _engine_list("policies", [e for e in built_engines() if e != "host"])
 
 
 def workload_names(engine: str | None = None) -> list[str]:

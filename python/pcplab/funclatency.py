@@ -47,7 +47,8 @@ def format_funclatency(
     """Return a funclatency summary: histogram, blank line, avg/total/count line."""
     lines = format_log2_hist(rows, label)
     if count and total is not None:
-        total = int(total)
+        # bcc prints integers; a mean over seeds is rounded to them
+        total, count = round(total), round(count)
         lines += [
             "",
             f"avg = {total // count} {label}, total: {total} {label}, count: {count}",

@@ -11,6 +11,7 @@ import click
 from pcplab import engine, machines
 from pcplab.comparison import FORMATS
 from pcplab.inputs import AsciiIntRange, check_output_file
+from pcplab.policies import PolicyOption
 from pcplab.repeat_cli import repeat_options
 from pcplab.repeats import expand, regroup, runs_per_point
 from pcplab.spec_keys import option, schedule_help
@@ -69,6 +70,7 @@ def _step_metrics(result: dict[str, Any]) -> dict[str, Any]:
     metavar="W",
 )
 @option("machine", "--machine", metavar="NAME", help="Machine profile (sim).")
+@option("policy", "--policy", cls=PolicyOption, metavar="P")
 @click.option(
     "--param",
     "params",
@@ -102,6 +104,7 @@ def sweep_command(
     engine_name: str,
     workload: str,
     machine: str | None,
+    policy: str | None,
     params: tuple[str, ...],
     duration: float | None,
     warmup: float | None,
@@ -130,6 +133,8 @@ def sweep_command(
     if machine is not None:
         machines.load_profile(machine)  # refuse an unknown profile early
         base["machine"] = machine
+    if policy is not None:
+        base["policy"] = policy
     if duration is not None:
         base["duration_s"] = duration
     if warmup is not None:

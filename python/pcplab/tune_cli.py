@@ -13,6 +13,7 @@ from pcplab import engine, machines
 from pcplab.budgets import format_ns, metric_path, parse_budget
 from pcplab.errors import BadInput
 from pcplab.inputs import AsciiIntRange, check_output_file
+from pcplab.policies import PolicyOption
 from pcplab.repeats import MAX_RUNS
 from pcplab.spec_keys import option
 from pcplab.tune import KNOBS, Tuning, how_to_apply, knobs_for, tune
@@ -169,6 +170,7 @@ def _as_json(result: Tuning, metric: str | None) -> dict[str, Any]:
     help="Search only these knobs (default: every knob of the kernel).",
 )
 @option("kernel", "--kernel", default="6.18", show_default=True)
+@option("policy", "--policy", cls=PolicyOption, metavar="P")
 @option("tasks", "--tasks", metavar="N", help="Tasks (default: one per CPU).")
 @option(
     "duration_s",
@@ -214,6 +216,7 @@ def tune_command(
     pareto: str | None,
     knob_names: tuple[str, ...],
     kernel: str,
+    policy: str | None,
     tasks: int | None,
     duration: float,
     seeds: int,
@@ -238,6 +241,8 @@ def tune_command(
     }
     if tasks is not None:
         base["tasks"] = tasks
+    if policy is not None:
+        base["policy"] = policy
     for workload in weights:  # the engine checks kernel, workload, ranges
         engine.resolve({**base, "machine": profile, "workload": workload})
     knobs = knobs_for(kernel, knob_names or None)

@@ -2,8 +2,8 @@
 /*
  * The engine executable (pcplab-native, pcplab-sim): reads a JSON request
  * on stdin and writes JSON on stdout (docs/engine-protocol.md), lists
- * the workloads (`workloads`) or prints the spec-key table (`keys`), both
- * without input. Exit 0 on success, 2 on bad input (one line on stderr),
+ * the workloads (`workloads`) or the PCP policies (`policies`) or prints
+ * the spec-key table (`keys`), all without input. Exit 0 on success, 2 on bad input (one line on stderr),
  * 3 if an invariant broke, 1 on any other failure.
  */
 #include <stdio.h>
@@ -105,6 +105,8 @@ int main(int argc, char **argv)
 
 	if (!strcmp(cmd, "keys"))
 		return spec_keys_main();
+	if (!strcmp(cmd, "policies"))
+		return print_json(pcp_policies_json());
 	if (!strcmp(cmd, "workloads")) /* no platform needed to list them */
 		return workloads_main(WORKLOAD_MODEL, model_runs);
 	arch_init();
@@ -113,7 +115,7 @@ int main(int argc, char **argv)
 	if (strcmp(cmd, "run") && strcmp(cmd, "resolve") &&
 	    strcmp(cmd, "pagesets")) {
 		fprintf(stderr,
-			"pcplab: error: unknown command '%s'; known: run, resolve, pagesets, proptest, workloads, keys\n",
+			"pcplab: error: unknown command '%s'; known: run, resolve, pagesets, proptest, workloads, keys, policies\n",
 			cmd);
 		return 2;
 	}

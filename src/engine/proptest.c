@@ -7,8 +7,8 @@
  * flips, on a small zone that runs dry, with the invariant checker every
  * few thousand operations and after a final drain.
  *
- *   proptest --seed S --ops N [--cpus C] [--kernel V] [--memory-mib M]
- *            [--check-every K] [--inject leak|count]
+ *   proptest --seed S --ops N [--cpus C] [--kernel V] [--policy P]
+ *            [--memory-mib M] [--check-every K] [--inject leak|count]
  *
  * --inject breaks the model on purpose halfway through (a held block
  * forgotten, a pcp->count off by one), to prove the checker notices.
@@ -191,17 +191,21 @@ int proptest_main(int argc, char **argv)
 		(unsigned long)arg_long(argc, argv, "--memory-mib", 48) << 8
 	};
 	struct proptest p = { 0 };
+	const struct pcp_policy_ops *policy;
 	const struct kernel_gen *gen;
 	struct zone *zone;
 
 	gen = find_kernel_gen(arg_str(argc, argv, "--kernel", "6.18"));
-	if (!gen || cpus < 1 || cpus > NR_CPUS || every < 1) {
+	policy = find_pcp_policy(arg_str(argc, argv, "--policy", "default"));
+	if (!gen || !policy || cpus < 1 || cpus > NR_CPUS || every < 1 ||
+	    (policy->needs_high_autotune && !gen->high_autotune)) {
 		fprintf(stderr,
-			"pcplab: error: proptest takes --kernel (%s), --cpus 1..%d, --check-every >= 1\n",
-			kernel_gen_names(), NR_CPUS);
+			"pcplab: error: proptest takes --kernel (%s), --policy (%s; those moving high need 6.18+), --cpus 1..%d, --check-every >= 1\n",
+			kernel_gen_names(), pcp_policy_names(), NR_CPUS);
 		return 2;
 	}
 	pcp_policy.gen = *gen;
+	pcp_policy.ops = policy;
 	pcp_policy.relinquish = gen->relinquish;
 	prandom_seed(&p.rnd, (u64)arg_long(argc, argv, "--seed", 1));
 	BUG_ON(free_area_init(&zd, 1, (int)cpus, NULL));
@@ -231,11 +235,12 @@ int proptest_main(int argc, char **argv)
 				p.rep.deferred_pages, p.rep.managed_pages);
 		p.violations++;
 	}
-	printf("{\"kernel\":\"%s\",\"ops\":%ld,\"cpus\":%ld,\"checks\":%lu,"
+	printf("{\"kernel\":\"%s\",\"policy\":\"%s\",\"ops\":%ld,"
+	       "\"cpus\":%ld,\"checks\":%lu,"
 	       "\"allocs\":%lu,\"frees\":%lu,\"alloc_failures\":%lu,"
 	       "\"violations\":%lu,\"first_violation\":\"%s\"}\n",
-	       pcp_policy.gen.name, ops, cpus, p.checks, p.allocs, p.frees,
-	       p.alloc_failures, p.violations, p.first);
+	       pcp_policy.gen.name, policy->name, ops, cpus, p.checks, p.allocs,
+	       p.frees, p.alloc_failures, p.violations, p.first);
 	free(p.held);
 	free_area_exit();
 	return p.violations ? 3 : 0;

@@ -15,8 +15,8 @@
  * (the cross-free mailbox): a key of the engine protocol, kept as it was.
  */
 static const char *const lock_names[NR_LOCK_CLASSES] = {
-	"zone_lock", "lru_lock",   "pcp_lock",
-	"mmap_lock", "xfree_lock", "test_lock",
+	"zone_lock",  "lru_lock",  "pcp_lock",	      "mmap_lock",
+	"xfree_lock", "test_lock", "pcp_remote_lock",
 };
 
 /* Add @from's per-caller waits into @to's (one caller: one __func__). */

@@ -113,7 +113,7 @@ int schedule_value_at(const struct spec *s, u64 ns)
 	return value;
 }
 
-/* The engine, the workload and the kernel generation, by name. */
+/* The engine, the workload, the kernel generation and the policy, by name. */
 static int parse_names(const cJSON *o, struct spec *s, char *err)
 {
 	const char *str;
@@ -149,6 +149,19 @@ static int parse_names(const cJSON *o, struct spec *s, char *err)
 			    kernel_gen_names());
 	if (!spec_key_value(o, SPEC_KEY_relinquish))
 		s->relinquish = s->gen->relinquish;
+
+	str = get_str(o, "policy", err, &bad);
+	if (bad)
+		return -1;
+	s->policy = find_pcp_policy(str ? str : "default");
+	if (!s->policy)
+		return fail(err, "unknown policy '%s'; known: %s", str,
+			    pcp_policy_names());
+	if (s->policy->needs_high_autotune && !s->gen->high_autotune)
+		return fail(
+			err,
+			"policy %s moves pcp->high between high_min and high_max; give kernel 6.18 or 6.19 (v6.7+)",
+			s->policy->name);
 	return 0;
 }
 
@@ -331,6 +344,7 @@ void spec_apply_policy(const struct spec *s)
 	pcp_policy.high_fraction = s->high_fraction;
 	pcp_policy.no_free_scaling = s->no_free_scaling;
 	pcp_policy.relinquish = s->relinquish;
+	pcp_policy.ops = s->policy;
 	pcp_policy.pcp_batch_scale_max = s->scale_max;
 	pcp_policy.stat_interval_ms = 1000;
 	pcp_policy.min_free_kbytes = s->min_free_kbytes;
@@ -376,6 +390,9 @@ static void write_key(cJSON *o, enum spec_key_id key, const struct spec *s)
 		break;
 	case SPEC_KEY_kernel:
 		cJSON_AddStringToObject(o, "kernel", s->gen->name);
+		break;
+	case SPEC_KEY_policy:
+		cJSON_AddStringToObject(o, "policy", s->policy->name);
 		break;
 	case SPEC_KEY_scale_max_schedule:
 		write_schedule(o, s);

@@ -117,6 +117,30 @@ static unsigned long check_free_lists(struct invariant_report *r,
 	return pages;
 }
 
+/* The pages other CPUs freed to @cpu's pageset, not yet on its lists. */
+static unsigned long check_remote(struct invariant_report *r, struct zone *zone,
+				  int cpu, u8 *seen)
+{
+	struct per_cpu_pages *pcp = per_cpu_ptr(zone, cpu);
+	unsigned long pages = 0;
+	struct page *page;
+
+	list_for_each_entry (page, &pcp->remote, lru) {
+		if (page->state != PAGE_PCP || page->order != 0)
+			violation(
+				r,
+				"pcp: cpu %d pfn %lu on the remote queue has state %u order %u",
+				cpu, page_to_pfn(page), page->state,
+				page->order);
+		mark_block(r, zone, seen, page_to_pfn(page), 0, "remote");
+		pages++;
+	}
+	if ((long)pages != pcp->nr_remote)
+		violation(r, "pcp: cpu %d %s nr_remote %d, queue holds %lu",
+			  cpu, zone->name, pcp->nr_remote, pages);
+	return pages;
+}
+
 static unsigned long check_pcp(struct invariant_report *r, struct zone *zone,
 			       int cpu, u8 *seen)
 {
@@ -142,6 +166,7 @@ static unsigned long check_pcp(struct invariant_report *r, struct zone *zone,
 	if ((long)pages != pcp->count)
 		violation(r, "pcp: cpu %d %s count %d, lists hold %lu", cpu,
 			  zone->name, pcp->count, pages);
+	pages += check_remote(r, zone, cpu, seen);
 	if (pcp->high_min > pcp->high_max)
 		violation(r, "pcp: cpu %d high_min %d > high_max %d", cpu,
 			  pcp->high_min, pcp->high_max);

@@ -207,6 +207,8 @@ static void per_cpu_pages_init(struct per_cpu_pages *pcp, int cpu)
 	pcp_lock_init(&pcp->lock, cpu);
 	for (int i = 0; i < NR_PCP_LISTS; i++)
 		INIT_LIST_HEAD(&pcp->lists[i]);
+	spin_lock_init(&pcp->remote_lock, LOCK_PCP_REMOTE);
+	INIT_LIST_HEAD(&pcp->remote);
 	pcp->batch = 1;
 }
 
@@ -238,6 +240,11 @@ static int zone_init(struct zone *zone, struct pglist_data *pgdat,
 	if (!zone->pageblock_flags)
 		return -ENOMEM;
 	memset(zone->pageblock_flags, MIGRATE_MOVABLE, nr_blocks);
+	zone->pageblock_owner =
+		malloc(sizeof(s16) * (nr_blocks ? nr_blocks : 1));
+	if (!zone->pageblock_owner)
+		return -ENOMEM;
+	memset(zone->pageblock_owner, 0xff, sizeof(s16) * nr_blocks); /* -1 */
 
 	zone->per_cpu_pageset =
 		memblock_alloc(sizeof(struct per_cpu_pages) * nr_cpu_ids);
@@ -357,8 +364,10 @@ void free_area_exit(void)
 		if (!pgdat)
 			continue;
 		/* the pgdat and pagesets go with the list region */
-		for (int z = 0; z < pgdat->nr_zones; z++)
+		for (int z = 0; z < pgdat->nr_zones; z++) {
 			free(pgdat->node_zones[z].pageblock_flags);
+			free(pgdat->node_zones[z].pageblock_owner);
+		}
 		node_data[nid] = NULL;
 	}
 	huge_free(cpu_stats, sizeof(struct cpu_stats) * 2 * nr_cpu_ids);

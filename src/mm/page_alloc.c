@@ -14,6 +14,7 @@
 #include <pcplab/mm.h>
 
 struct pcp_policy pcp_policy = {
+	.ops = &default_pcp_policy,
 	.high = -1,
 	.relinquish = RELINQUISH_OFF,
 	.pcp_batch_scale_max = 5,
@@ -121,12 +122,14 @@ int rmqueue_bulk(struct zone *zone, unsigned int order, unsigned long count,
  * high itself grows by the refill while the zone is not below its high
  * watermark. Before v6.7 the refill is a fixed batch.
  */
-static int nr_pcp_alloc(struct per_cpu_pages *pcp, struct zone *zone,
-			unsigned int order)
+int nr_pcp_alloc(struct per_cpu_pages *pcp, struct zone *zone,
+		 unsigned int order)
 {
 	int base = READ_ONCE(pcp->batch);
 	int high_min, high_max, high, nr, room, factor;
 
+	if (pcp_policy.ops->nr_alloc)
+		return pcp_policy.ops->nr_alloc(pcp, zone, order);
 	if (!pcp_policy.gen.high_autotune) {
 		if (!pcp_policy.gen.pcp_high_order)
 			return base;
@@ -161,15 +164,38 @@ static int nr_pcp_alloc(struct per_cpu_pages *pcp, struct zone *zone,
 	return nr;
 }
 
+/* How many times this CPU has waited for zone->lock (policies' signal). */
+static inline u64 zone_lock_waits(void)
+{
+	return this_cpu_stats()->lock[LOCK_ZONE].contended;
+}
+
+/* Tell the policy that a refill or drain of @pcp took zone->lock. */
+static inline void policy_zone_locked(struct per_cpu_pages *pcp,
+				      struct zone *zone, u64 waits_before)
+{
+	if (pcp_policy.ops->zone_locked)
+		pcp_policy.ops->zone_locked(pcp, zone,
+					    zone_lock_waits() != waits_before);
+}
+
 /* Refill an empty pcp list from the buddy (out of line: the slow path). */
 static __attribute__((noinline)) void
 rmqueue_pcplist_refill(struct zone *zone, unsigned int order, int migratetype,
 		       unsigned int alloc_flags, struct per_cpu_pages *pcp,
 		       struct list_head *list)
 {
-	int nr = nr_pcp_alloc(pcp, zone, order);
-	int got = rmqueue_bulk(zone, order, nr, list, migratetype, alloc_flags);
+	u64 waits = zone_lock_waits();
+	int got;
 
+	if (pcp_policy.ops->refill) {
+		got = pcp_policy.ops->refill(zone, order, migratetype,
+					     alloc_flags, pcp, list);
+	} else {
+		got = rmqueue_bulk(zone, order, nr_pcp_alloc(pcp, zone, order),
+				   list, migratetype, alloc_flags);
+	}
+	policy_zone_locked(pcp, zone, waits);
 	pcp->count += got << order;
 }
 
@@ -436,6 +462,8 @@ static __always_inline int nr_pcp_high(struct per_cpu_pages *pcp,
 {
 	int high_min, high_max, high, fc;
 
+	if (pcp_policy.ops->nr_high)
+		return pcp_policy.ops->nr_high(pcp, zone, batch, free_high);
 	if (!pcp_policy.gen.high_autotune) {
 		high = READ_ONCE(pcp->high);
 		if (!high || free_high)
@@ -491,6 +519,8 @@ static int nr_pcp_free(struct per_cpu_pages *pcp, int batch, int high,
 	const struct kernel_gen *gen = &pcp_policy.gen;
 	int scaled;
 
+	if (pcp_policy.ops->nr_free)
+		return pcp_policy.ops->nr_free(pcp, batch, high, free_high);
 	if (!gen->high_from_zone)
 		return batch;
 	if (unlikely(free_high))
@@ -563,14 +593,18 @@ free_frozen_page_drain(struct zone *zone, struct per_cpu_pages *pcp, int pindex,
 		       int batch, int high, bool free_high)
 {
 	int to_free = nr_pcp_free(pcp, batch, high, free_high);
+	u64 waits = zone_lock_waits();
 
 	if (pcp_policy.relinquish != RELINQUISH_BATCHED) {
 		free_pcppages_bulk(zone, to_free, pcp, pindex);
+		policy_zone_locked(pcp, zone, waits);
 	} else {
 		while (to_free > 0 && pcp->count > 0) {
 			int chunk = min(to_free, batch);
 
 			free_pcppages_bulk(zone, chunk, pcp, pindex);
+			policy_zone_locked(pcp, zone, waits);
+			waits = zone_lock_waits();
 			to_free -= chunk;
 			if (!to_free || !pcp->count)
 				break;
@@ -634,6 +668,33 @@ static int pcp_free_migratetype(int mt)
 }
 
 /*
+ * Move the order-0 pages other CPUs freed to @pcp (pcp->remote) onto its
+ * lists, with @pcp locked. Returns how many there were.
+ */
+int pcp_absorb_remote(struct zone *zone, struct per_cpu_pages *pcp)
+{
+	struct page *page, *next;
+	int nr;
+
+	if (!READ_ONCE(pcp->nr_remote))
+		return 0;
+	/* list heads live in the list region: move page by page, locked */
+	spin_lock(&pcp->remote_lock);
+	list_for_each_entry_safe (page, next, &pcp->remote, lru) {
+		int mt = pcp_free_migratetype(
+			get_pfnblock_migratetype(zone, page));
+
+		list_move(&page->lru, &pcp->lists[order_to_pindex(mt, 0)]);
+		cost(COST_PCP_FREE, 1);
+	}
+	nr = pcp->nr_remote;
+	pcp->nr_remote = 0;
+	spin_unlock(&pcp->remote_lock);
+	pcp->count += nr;
+	return nr;
+}
+
+/*
  * Free a block that no one references any more (__free_frozen_pages):
  * to this CPU's pageset if the order is cached there and its lock is free,
  * else straight to the buddy lists.
@@ -649,6 +710,9 @@ void free_frozen_pages(struct page *page, unsigned int order)
 		free_one_page(zone, page, page_to_pfn(page), order, FPI_NONE);
 		return;
 	}
+	if (pcp_policy.ops->free_remote &&
+	    pcp_policy.ops->free_remote(zone, page, order))
+		return;
 	mt = pcp_free_migratetype(get_pfnblock_migratetype(zone, page));
 	pcp = pcp_spin_trylock_this(zone);
 	if (!pcp) {
@@ -676,6 +740,9 @@ void free_unref_folios(struct page **pages, unsigned int nr)
 
 		if (i + 4 < nr)
 			prefetchw(pages[i + 4]);
+		if (pcp_policy.ops->free_remote &&
+		    pcp_policy.ops->free_remote(zone, page, 0))
+			continue;
 		int mt = pcp_free_migratetype(
 			get_pfnblock_migratetype(zone, page));
 
@@ -712,7 +779,7 @@ int decay_pcp_high(struct zone *zone, struct per_cpu_pages *pcp)
 {
 	int high_min, batch, to_drain, todo = 0;
 
-	if (!pcp_policy.gen.high_autotune)
+	if (!pcp_policy.gen.high_autotune || pcp_policy.ops->no_time_decay)
 		return 0;
 	high_min = READ_ONCE(pcp->high_min);
 	batch = READ_ONCE(pcp->batch);
@@ -757,6 +824,7 @@ void drain_pages_zone(unsigned int cpu, struct zone *zone)
 
 	do {
 		pcp_spin_lock(&pcp->lock);
+		pcp_absorb_remote(zone, pcp);
 		count = pcp->count;
 		if (count) {
 			int to_drain = count;

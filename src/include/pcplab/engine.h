@@ -28,6 +28,7 @@ struct spec {
 	int high_fraction;
 	int scale_max;
 	enum relinquish relinquish;
+	const struct pcp_policy_ops *policy;
 	bool no_free_scaling;
 	unsigned long memory_mib;
 	unsigned long size_mib;

@@ -88,6 +88,11 @@ int pindex_to_order(unsigned int pindex);
 struct page *alloc_pages(unsigned int order, int migratetype);
 void free_frozen_pages(struct page *page, unsigned int order);
 void free_unref_folios(struct page **pages, unsigned int nr);
+/* Blocks of @order a refill takes (the generation's rule or the policy's). */
+int nr_pcp_alloc(struct per_cpu_pages *pcp, struct zone *zone,
+		 unsigned int order);
+/* Move pages other CPUs freed to @pcp onto its lists (@pcp locked). */
+int pcp_absorb_remote(struct zone *zone, struct per_cpu_pages *pcp);
 int rmqueue_bulk(struct zone *zone, unsigned int order, unsigned long count,
 		 struct list_head *list, int migratetype,
 		 unsigned int alloc_flags);

@@ -10,6 +10,7 @@
 #include "list.h"
 #include "platform.h"
 #include "histogram.h"
+#include "registry.h"
 
 #define MAX_PAGE_ORDER 10
 #define NR_PAGE_ORDERS (MAX_PAGE_ORDER + 1)
@@ -88,7 +89,16 @@ struct per_cpu_pages {
 	u8 free_factor; /* v5.14..v6.6 free scaling (kernel field) */
 	u8 expire; /* remote-node drain countdown (unused) */
 	int free_count; /* consecutive freed pages, scales drains */
+	int policy_count; /* a policy's own counter (policies/) */
 	struct list_head lists[NR_PCP_LISTS];
+	/*
+	 * Order-0 pages other CPUs freed to this one (pcp-buddy: frees go to
+	 * a page's owner), until it absorbs them into its lists. Not in
+	 * count; remote_lock protects them.
+	 */
+	spinlock_t remote_lock;
+	struct list_head remote;
+	int nr_remote;
 } ____cacheline_aligned;
 
 enum zone_watermarks { WMARK_MIN, WMARK_LOW, WMARK_HIGH, NR_WMARK };
@@ -126,6 +136,7 @@ struct zone {
 	int pageset_batch;
 	struct per_cpu_pages *per_cpu_pageset; /* [nr_cpu_ids] */
 	u8 *pageblock_flags; /* migratetype per pageblock */
+	s16 *pageblock_owner; /* pcp-buddy: the owning CPU per pageblock, -1 */
 	struct pglist_data *zone_pgdat;
 	enum zone_type type;
 	const char *name;
@@ -271,12 +282,74 @@ struct kernel_gen {
 };
 
 /*
+ * A PCP policy: the few decisions the linux-mm threads argue about, each a
+ * hook a policy file (src/mm/policies/<name>.c) may fill. A NULL hook keeps
+ * the kernel generation's own rule, so the "default" policy fills none and
+ * is each generation exactly. The code paths keep their kernel names; a
+ * hook is called where the kernel makes that decision.
+ */
+struct pcp_policy_ops {
+	const char *name;
+	const char *summary; /* one line for `pcplab policies` */
+	/* Blocks of @order a refill takes (the kernel's nr_pcp_alloc()). */
+	int (*nr_alloc)(struct per_cpu_pages *pcp, struct zone *zone,
+			unsigned int order);
+	/* The drain threshold of a free (nr_pcp_high()). */
+	int (*nr_high)(struct per_cpu_pages *pcp, struct zone *zone, int batch,
+		       bool free_high);
+	/* Pages a drain frees once count reached @high (nr_pcp_free()). */
+	int (*nr_free)(struct per_cpu_pages *pcp, int batch, int high,
+		       bool free_high);
+	/*
+	 * A refill or drain of @pcp took zone->lock; @waited: it was found
+	 * held (the lock's contended count grew).
+	 */
+	void (*zone_locked)(struct per_cpu_pages *pcp, struct zone *zone,
+			    bool waited);
+	/*
+	 * Refill @list of @pcp for an allocation of @order (the kernel's
+	 * rmqueue_bulk() of nr_pcp_alloc() blocks); returns the blocks added.
+	 */
+	int (*refill)(struct zone *zone, unsigned int order, int migratetype,
+		      unsigned int alloc_flags, struct per_cpu_pages *pcp,
+		      struct list_head *list);
+	/*
+	 * Free @page of @order somewhere other than this CPU's pageset (to
+	 * its owner); false: free it here as the generation does.
+	 */
+	bool (*free_remote)(struct zone *zone, struct page *page,
+			    unsigned int order);
+	/* No time-based decay of pcp->high by the vmstat worker. */
+	bool no_time_decay;
+	/* Moves pcp->high: needs a generation with high_min..high_max (v6.7). */
+	bool needs_high_autotune;
+};
+
+/* The generation's own rules: every hook NULL (policies/default.c). */
+extern const struct pcp_policy_ops default_pcp_policy;
+
+/* Define policy @id (its name is @name) and register it. */
+#define DEFINE_PCP_POLICY(id, ...)                                      \
+	const struct pcp_policy_ops id##_pcp_policy = { __VA_ARGS__ };  \
+	static const struct pcp_policy_ops *const id##_pcp_policy_entry \
+	__registry_entry(pcplab_pcp_policies) = &id##_pcp_policy
+
+/* The policy called @name, or NULL. */
+const struct pcp_policy_ops *find_pcp_policy(const char *name);
+/* "a, b, c": every policy's name, sorted. */
+const char *pcp_policy_names(void);
+struct cJSON;
+/* [{name, summary, decides, needs}], sorted by name. */
+struct cJSON *pcp_policies_json(void);
+
+/*
  * The policy a run is configured with. pcp_batch_scale_max is the runtime
  * knob of the 2024 proposal (the kernel's CONFIG_PCP_BATCH_SCALE_MAX):
  * every use site reads it, so it can change while a run is going.
  */
 struct pcp_policy {
 	struct kernel_gen gen; /* a copy: one load less on fast paths */
+	const struct pcp_policy_ops *ops; /* the decisions (policies/) */
 	int batch; /* override, 0 = zone_batchsize() */
 	int high; /* override, -1 = computed */
 	int high_fraction; /* vm.percpu_pagelist_high_fraction */

@@ -43,6 +43,7 @@ enum lock_class {
 	LOCK_MMAP, /* mmap_lock of a process whose threads share one mm */
 	LOCK_CROSS_FREE, /* the mailbox between a CPU that allocates and one that frees */
 	LOCK_TEST, /* a workload's own lock (the machine-repairman check) */
+	LOCK_PCP_REMOTE, /* a pageset's queue of pages other CPUs freed to it */
 	NR_LOCK_CLASSES,
 };
 

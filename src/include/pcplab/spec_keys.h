@@ -136,6 +136,11 @@ struct spec_key {
 	    .engines = ENGINES_MODEL, .choices = "off, contended, batched", \
 	    .def_text = "the generation's",				\
 	    .help = "How long free_pcppages_bulk holds zone->lock.")	\
+	KEY(policy, NO_FIELD, NO_FIELD,					\
+	    .type = KEY_STRING, .flags = KEY_OWN_PARSE,			\
+	    .engines = ENGINES_MODEL, .def_text = "default",		\
+	    .allowed = "a policy of src/mm/policies (pcplab policies lists them)", \
+	    .help = "The PCP policy: who decides refill, drain and high.") \
 	KEY(no_free_scaling, FIELD(no_free_scaling), NO_FIELD,		\
 	    .type = KEY_BOOL, .engines = ENGINES_MODEL,			\
 	    .help = "Do not scale the free batch (the 2023 debug kernel).") \

@@ -32,6 +32,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "registry.h"
 #include "types.h"
 
 /* The engines a workload runs on. */
@@ -58,25 +59,6 @@ struct workload {
 	enum workload_ops ops;
 	unsigned int engines; /* enum workload_engines */
 };
-
-#if __has_attribute(retain)
-#define __registry_retain __attribute__((retain))
-#else
-#define __registry_retain
-#endif
-
-/*
- * A registry entry: a pointer in linker section @sec. "used" and "retain"
- * keep it through LTO and --gc-sections although no code names it; the
- * registries reference the section through __start_/__stop_.
- */
-#define __registry_entry(sec)                                         \
-	__attribute__((used, section(#sec), aligned(sizeof(void *)))) \
-	__registry_retain
-
-/* Walk registry @sec with @pos, a pointer to its entries' pointers. */
-#define for_each_registry_entry(pos, sec) \
-	for (pos = __start_##sec; pos < __stop_##sec; pos++)
 
 /*
  * Define the descriptor of workload @id (a C identifier, which is also
