@@ -121,3 +121,25 @@ def test_uma_lockfail_grows_the_batch_under_contention():
     assert base["pcp"]["pages_refilled"] == 31 * base["pcp"]["refills"]
     assert base["locks"]["zone_lock"]["contended"] > 0
     assert uma["pcp"]["pages_refilled"] > 31 * uma["pcp"]["refills"]
+
+
+def test_reproduce_policies_sets_every_policy_beside_the_default(pcplab, tmp_path):
+    """`reproduce policies`: every machine, case and policy, with seeds."""
+    out = tmp_path / "report"
+    proc = pcplab("reproduce", "policies", "--quick", "--seeds", "2", "--out", out)
+    assert proc.returncode == 0, proc.stderr
+    import csv
+
+    with open(out / "policies.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    seen = {(r["machine"], r["case"], r["policy"]) for r in rows}
+    machines_, cases = {r["machine"] for r in rows}, {r["case"] for r in rows}
+    assert len(seen) == len(rows) == len(machines_) * len(cases) * len(NAMES)
+    assert {r["seeds"] for r in rows} == {"2"}
+    for machine in machines_:
+        cell = {
+            r["policy"]: float(r["zone_lock_pct"])
+            for r in rows
+            if r["machine"] == machine and r["case"] == "cross_free"
+        }
+        assert cell["pcp-buddy"] < cell["default"], machine

@@ -347,7 +347,8 @@ void sim_machine_derive(const struct kernel_gen *gen, int tasks_per_node,
 	m->xfer[DIST_REMOTE] = ns_ps(hw->remote_ns);
 	m->lock_lines[LOCK_ZONE] = k->zone_lock_lines;
 	m->lock_lines[LOCK_LRU] = k->lru_lock_lines;
-	m->lock_lines[LOCK_PCP_REMOTE] = 1; /* the queue head, moved by a free */
+	m->lock_lines[LOCK_PCP_REMOTE] =
+		1; /* the queue head, moved by a free */
 	/*
 	 * A new holder pulls the lines the last holder wrote, at their
 	 * distance, and a new zone->lock holder also misses cold lines: the
