@@ -174,6 +174,13 @@ CASES: list[tuple[str, str, tuple[str, ...], str]] = [
         (*SIM_RUN, "--policy", "event-driven", "--kernel", "6.6"),
         "6.18",
     ),
+    ("run", "--cross-free-ratio", (*SIM_RUN, "--cross-free-ratio", "3"), "cross_free"),
+    (
+        "run",
+        "--cross-free-ratio",
+        (*SIM_RUN, "--cross-free", "--cross-free-ratio", "65"),
+        "cross_free_ratio 65",
+    ),
     ("run", "--seeds", (*SIM_RUN, "--seeds", "0"), "--seeds"),
     ("run", "--seeds", (*RUN, "--seeds", "2"), "--repeat N"),
     ("run", "--seeds", (*SIM_RUN, "--seeds", "2", "--seed", "3"), "--seed"),

@@ -113,7 +113,7 @@ def tiny(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_the_registry_finds_the_shipped_experiments() -> None:
     """Every shipped experiment, in ORDER; the fitted and the published ones."""
-    names = ["aaron2018", "ying2023", "yafang2024", "hahn2025", "host"]
+    names = ["aaron2018", "ying2023", "yafang2024", "hahn2025", "policies", "host"]
     assert experiments.names() == names
     assert experiments.fitted() == names[:3]
     assert experiments.published() == names[:4]

@@ -143,3 +143,30 @@ def test_reproduce_policies_sets_every_policy_beside_the_default(pcplab, tmp_pat
             if r["machine"] == machine and r["case"] == "cross_free"
         }
         assert cell["pcp-buddy"] < cell["default"], machine
+
+
+def test_purge_threads_serve_several_allocating_tasks():
+    """cross_free_ratio 3: one freeing task per three allocating ones."""
+    spec = {"workload": "page_fault1", "cross_free": True, "duration_s": 0.1}
+    result = sim("haswell-desktop", **spec, tasks=8, cross_free_ratio=3)
+    assert result["spec"]["cross_free_ratio"] == 3
+    assert result["invariants"]["pages_conserved"]
+    assert result["locks"]["xfree_lock"]["acquisitions"] > 0
+    with pytest.raises(Exception, match="multiple of 4 tasks, not 6"):
+        sim("haswell-desktop", **spec, tasks=6, cross_free_ratio=3)
+
+
+@pytest.mark.parametrize("engine_name", ["sim", "native", "host"])
+def test_mass_exit_runs_on_every_engine(engine_name):
+    """Every task unmaps at the same tick; pages come back on every engine."""
+    if engine_name not in engine.built_engines():
+        pytest.skip(f"the {engine_name} engine is not built")
+    spec = {"workload": "mass_exit", "tasks": 2, "duration_s": 0.2, "size_mib": 8}
+    if engine_name == "sim":
+        result = sim("haswell-desktop", **spec, args={"period_ms": 5})
+    else:
+        extra = {"memory_mib": 1024} if engine_name == "native" else {}
+        result = engine.run({"engine": engine_name, **spec, **extra})
+    assert result["throughput"]["pages_per_s"] > 0
+    if engine_name != "host":
+        assert result["invariants"]["pages_conserved"]

@@ -117,6 +117,8 @@ def test_every_number_key_is_taken_at_its_bounds_and_refused_past_them(name):
         low, high = _bounds(name, row)
         extra = {"sync_fd": 3} if row.name == "trace_s" else {}
         for value in (low, high, *((0,) if row.or_zero else ())):
+            if row.name == "cross_free_ratio":  # a group: VALUE allocate, 1 frees
+                extra = {"cross_free": True, "tasks": int(value) + 1}
             resolved = _accepted(name, {**BASE[name], **extra, row.name: value})
             if not row.internal:  # cJSON prints 15 digits: seed 2^53 is near
                 assert math.isclose(resolved[row.name], value, rel_tol=1e-14)

@@ -283,6 +283,7 @@ def pagesets(
 @option("seed", "--seed", metavar="N")
 @option("mode", "--mode")
 @option("cross_free", "--cross-free", is_flag=True)
+@option("cross_free_ratio", "--cross-free-ratio", metavar="N")
 @option("nodes", "--nodes", metavar="N[,N...]")
 @option("placement", "--placement")
 @click.option(
@@ -315,6 +316,7 @@ def run(
     seed: int | None,
     mode: str | None,
     cross_free: bool,
+    cross_free_ratio: int | None,
     nodes: str | None,
     placement: str | None,
     lock_stats: str | None,
@@ -371,6 +373,7 @@ def run(
         "mode": mode,
         "placement": placement,
         "policy": policy,
+        "cross_free_ratio": cross_free_ratio,
     }
     spec.update({key: value for key, value in optional.items() if value is not None})
     if schedule is not None:

@@ -268,23 +268,32 @@ static int check_high(struct spec *s, char *err)
 		spec_keys[SPEC_KEY_high].hi);
 }
 
-/* Cross-CPU free pairs tasks of a workload that frees what it maps. */
-static int check_cross_free(const struct spec *s, char *err)
+/*
+ * Cross-CPU free groups tasks of a workload that frees what it maps:
+ * cross_free_ratio allocating tasks, then the one that frees their pages.
+ */
+static int check_cross_free(const cJSON *o, const struct spec *s, char *err)
 {
 	const struct model_workload *wl = find_model_workload(s->workload);
+	int group = s->cross_free_ratio + 1;
 
-	if (!s->cross_free)
+	if (!s->cross_free) {
+		if (spec_key_value(o, SPEC_KEY_cross_free_ratio))
+			return fail(
+				err,
+				"cross_free_ratio sets how many tasks one freeing task serves; give cross_free true with it, or drop it");
 		return 0;
+	}
 	if (wl->no_cross_free || wl->configure)
 		return fail(
 			err,
 			"cross_free needs a workload that frees what it maps, not %s",
 			wl->desc->name);
-	if (s->tasks < 2 || s->tasks % 2)
+	if (s->tasks < group || s->tasks % group)
 		return fail(
 			err,
-			"cross_free pairs tasks (one allocates, one frees); give an even number of tasks, not %d",
-			s->tasks);
+			"cross_free groups tasks (%d allocate, one frees); give a multiple of %d tasks, not %d",
+			s->cross_free_ratio, group, s->tasks);
 	return 0;
 }
 
@@ -327,7 +336,7 @@ int spec_parse(const char *text, struct spec *spec, char *err)
 				 err) ||
 	    parse_nodes(o, spec, err) || parse_sizes(o, spec, err) ||
 	    check_high(spec, err) || parse_args(o, spec, err) ||
-	    check_cross_free(spec, err))
+	    check_cross_free(o, spec, err))
 		goto out;
 	ret = 0;
 out:

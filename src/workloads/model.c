@@ -150,10 +150,10 @@ void iteration_unmap(struct task *t)
 	unmap_all(&t->mm);
 }
 
-/* Take what the mailbox holds (under its lock); returns how many pages. */
-static unsigned long cross_free_take(struct task *t, int *closed)
+/* Take what @box holds (under its lock); returns how many pages. */
+static unsigned long
+cross_free_take(struct task *t, struct cross_free_mailbox *box, int *closed)
 {
-	struct cross_free_mailbox *box = t->cross_free;
 	struct page **swap;
 	unsigned long nr;
 
@@ -171,40 +171,51 @@ static unsigned long cross_free_take(struct task *t, int *closed)
 }
 
 /*
- * The freeing CPU's iteration: wait for a mailbox full of pages, take them
- * and free them here (release_pages: off the LRU, into this CPU's pcp).
+ * The freeing CPU's iteration: look at its group's mailboxes in turn, take
+ * what the next one holds and free it here (release_pages: off the LRU,
+ * into this CPU's pcp), or wait a little if it is empty.
  */
 int cross_free_consumer_iteration(struct task *t)
 {
+	struct cross_free_mailbox *box = &t->cross_free[t->cross_free_next];
 	unsigned long nr;
 	int closed;
 
 	task_tick(t);
-	nr = cross_free_take(t, &closed);
+	t->cross_free_next = (t->cross_free_next + 1) % t->nr_cross_free;
+	nr = cross_free_take(t, box, &closed);
 	if (nr)
 		release_pages(t->mm.pages, nr);
-	else
+	else if (!t->cross_free_next) /* every box looked at: wait */
 		delay_ns(CROSS_FREE_POLL_NS);
 	return 0;
 }
 
 /*
- * Pair the tasks for cross-CPU free: task 2k allocates and hands its pages
- * to task 2k+1, which frees them. Returns 0 or -ENOMEM.
+ * Group the tasks for cross-CPU free: in each group of @ratio + 1, tasks
+ * 0..@ratio-1 allocate, each handing its pages to a mailbox of its own,
+ * and the last task frees what all of them hold (jemalloc's background
+ * purge threads serve many allocating threads). Returns 0 or -ENOMEM.
  */
-int cross_free_setup(struct task *tasks, int nr, unsigned long cap)
+int cross_free_setup(struct task *tasks, int nr, unsigned long cap, int ratio)
 {
-	for (int i = 0; i + 1 < nr; i += 2) {
-		struct cross_free_mailbox *box = calloc(1, sizeof(*box));
+	for (int i = 0; i + ratio < nr; i += ratio + 1) {
+		struct cross_free_mailbox *boxes =
+			calloc((size_t)ratio, sizeof(*boxes));
 
-		if (!box)
+		if (!boxes)
 			return -ENOMEM;
-		box->pages = calloc(cap ? cap : 1, sizeof(*box->pages));
-		if (!box->pages)
-			return -ENOMEM;
-		spin_lock_init(&box->lock, LOCK_CROSS_FREE);
-		tasks[i].cross_free = tasks[i + 1].cross_free = box;
-		tasks[i + 1].cross_free_consumer = true;
+		for (int j = 0; j < ratio; j++) {
+			boxes[j].pages =
+				calloc(cap ? cap : 1, sizeof(*boxes[j].pages));
+			if (!boxes[j].pages)
+				return -ENOMEM;
+			spin_lock_init(&boxes[j].lock, LOCK_CROSS_FREE);
+			tasks[i + j].cross_free = &boxes[j];
+		}
+		tasks[i + ratio].cross_free = boxes;
+		tasks[i + ratio].nr_cross_free = ratio;
+		tasks[i + ratio].cross_free_consumer = true;
 	}
 	return 0;
 }
@@ -212,14 +223,19 @@ int cross_free_setup(struct task *tasks, int nr, unsigned long cap)
 /* Free the mailboxes of cross_free_setup() (empty by now). */
 void cross_free_teardown(struct task *tasks, int nr)
 {
-	for (int i = 0; i + 1 < nr; i += 2) {
-		if (!tasks[i].cross_free)
+	for (int i = 0; i < nr; i++) {
+		struct cross_free_mailbox *boxes = tasks[i].cross_free;
+
+		if (!tasks[i].cross_free_consumer)
 			continue;
-		BUG_ON(tasks[i].cross_free->nr);
-		free(tasks[i].cross_free->pages);
-		free(tasks[i].cross_free);
-		tasks[i].cross_free = tasks[i + 1].cross_free = NULL;
+		for (int j = 0; j < tasks[i].nr_cross_free; j++) {
+			BUG_ON(boxes[j].nr);
+			free(boxes[j].pages);
+		}
+		free(boxes);
 	}
+	for (int i = 0; i < nr; i++)
+		tasks[i].cross_free = NULL;
 }
 
 /* One iteration of @t: the workload's, or the freeing partner's loop. */
@@ -243,10 +259,11 @@ void task_exit(struct task *t)
 		t->cross_free->closed = 1;
 		spin_unlock(&t->cross_free->lock);
 	}
-	if (t->cross_free && t->cross_free_consumer) {
+	for (int j = 0; t->cross_free_consumer && j < t->nr_cross_free; j++) {
 		for (;;) {
 			int closed;
-			unsigned long nr = cross_free_take(t, &closed);
+			unsigned long nr =
+				cross_free_take(t, &t->cross_free[j], &closed);
 
 			if (nr)
 				release_pages(t->mm.pages, nr);

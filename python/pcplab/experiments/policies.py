@@ -1,11 +1,12 @@
 """policies: every PCP policy against the 6.18 default, on three machines.
 
 Not a thread's experiment: issue 12's policy lab. Each case of the TOML
-(page_fault1, mmap_fill, stress_vm, and page_fault1 with cross-CPU free:
-allocator purge threads) runs on each machine under every policy the
-engines list (src/mm/policies/); a row gives throughput, zone->lock
-contention, its longest hold and rmqueue_bulk's 99th percentile, and each
-against the default policy's. Nothing is published, so nothing is scored.
+(page_fault1, mmap_fill, stress_vm, page_fault1 with cross-CPU free in
+pairs and 3 to 1: allocator purge threads, and the mass exit) runs on
+each machine under every policy the engines list (src/mm/policies/); a
+row gives throughput, zone->lock contention, its longest hold and
+rmqueue_bulk's 99th percentile, and each against the default policy's.
+Nothing is published, so nothing is scored.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def _tasks(machine: str, table: dict[str, Any]) -> int | None:
         topology["sockets"] * topology["cores_per_socket"] * topology.get("smt", 1)
     )
     tasks = min(int(cap), int(cpus))
-    return tasks - tasks % 2  # cross_free pairs tasks
+    return tasks - tasks % 4  # cross_free groups: pairs, and 3 to 1
 
 
 def _figures(res: dict[str, Any]) -> dict[str, float | None]:

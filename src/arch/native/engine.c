@@ -221,7 +221,8 @@ static int start_tasks(struct native_run *run, pthread_t *threads, char *err)
 
 	if (spec->cross_free &&
 	    cross_free_setup(run->tasks, spec->tasks,
-			     (spec->size_mib << 20) / PAGE_SIZE)) {
+			     (spec->size_mib << 20) / PAGE_SIZE,
+			     spec->cross_free_ratio)) {
 		snprintf(err, ERRLEN, "no memory for the cross-free mailboxes");
 		return -1;
 	}

@@ -262,7 +262,8 @@ int engine_run(const struct spec *spec, struct run_result *res, char *err)
 	nr_samples = min(nr_samples, MAX_SAMPLES);
 	if (spec->cross_free &&
 	    cross_free_setup(tasks, spec->tasks,
-			     (spec->size_mib << 20) / PAGE_SIZE))
+			     (spec->size_mib << 20) / PAGE_SIZE,
+			     spec->cross_free_ratio))
 		return -1;
 	for (int i = 0; i < spec->tasks; i++) {
 		struct task *t = &tasks[i];

@@ -35,7 +35,8 @@ struct spec {
 	unsigned long min_free_kbytes; /* 0: computed */
 	u64 seed;
 	bool threads; /* tasks are threads of one process (mode "thread") */
-	bool cross_free; /* task 2k allocates, task 2k+1 frees */
+	bool cross_free; /* allocating tasks hand pages to a freeing one */
+	int cross_free_ratio; /* allocating tasks per freeing task */
 	u64 node_mask; /* nodes whose CPUs take tasks (a cpuset), bit per node */
 	bool spread; /* placement "spread": unpinned, as the scheduler spreads */
 	char machine_name[64]; /* sim: the machine profile's name */

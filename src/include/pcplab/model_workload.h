@@ -41,8 +41,11 @@ struct task {
 	u64 next_vmstat_ns; /* when the vmstat work runs next */
 	struct prandom rnd;
 	unsigned long iterations;
-	struct cross_free_mailbox *cross_free; /* to/from the partner CPU */
-	bool cross_free_consumer; /* frees what the partner allocated */
+	struct cross_free_mailbox
+		*cross_free; /* its box (a freeing task: all) */
+	bool cross_free_consumer; /* frees what its group allocated */
+	int nr_cross_free; /* a freeing task's boxes: cross_free[0..nr) */
+	int cross_free_next; /* the box it looks at next */
 	const u64 *step_ns; /* scale-max schedule: ns into measuring */
 	int nr_steps;
 	int steps_passed;
@@ -99,7 +102,7 @@ int cross_free_consumer_iteration(struct task *t);
 /* One iteration of @t: the workload's, or the freeing partner's loop. */
 int task_iteration(const struct model_workload *wl, struct task *t);
 /* Pair tasks 2k (allocates) and 2k+1 (frees) through mailboxes. */
-int cross_free_setup(struct task *tasks, int nr, unsigned long cap);
+int cross_free_setup(struct task *tasks, int nr, unsigned long cap, int ratio);
 void cross_free_teardown(struct task *tasks, int nr);
 /* Periodic per-task work: vmstat decay, measuring start, deadline. */
 void task_tick(struct task *t);

@@ -179,8 +179,13 @@ struct spec_key {
 	    .help = "Tasks as processes, or threads of one process.")	\
 	KEY(cross_free, FIELD(cross_free), NO_FIELD,			\
 	    .type = KEY_BOOL, .engines = ENGINES_MODEL,			\
-	    .allowed = "even tasks; a workload that frees what it maps", \
-	    .help = "Task 2k allocates, task 2k+1 frees its pages.")	\
+	    .allowed = "tasks a multiple of cross_free_ratio + 1; a workload that frees what it maps", \
+	    .help = "Allocating tasks hand their pages to a freeing task (purge threads).") \
+	KEY(cross_free_ratio, FIELD(cross_free_ratio), NO_FIELD,	\
+	    .type = KEY_INT, .lo = 1, .hi = 64, .def = 1,		\
+	    .engines = ENGINES_MODEL,					\
+	    .help = "With cross_free: allocating tasks per freeing task " \
+		    "(jemalloc's background purge threads: N to 1).")	\
 	KEY(placement, FIELD(spread), FIELD(spread),			\
 	    .type = KEY_CHOICE, .engines = ENGINES_ALL,			\
 	    .choices = "pinned, spread",				\
