@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import pcplab as lab
-from pcplab import api, sweep
+from pcplab import api, runs
 
 SPEC = {
     "engine": "sim",
@@ -77,13 +77,13 @@ def test_dask_matches_local() -> None:
     distributed = pytest.importorskip("dask.distributed")
     specs = [
         {**SPEC, **point}
-        for point in sweep.grid([("batch", [31, 127]), ("kernel", ["6.6", "6.18"])])
+        for point in runs.grid([("batch", [31, 127]), ("kernel", ["6.6", "6.18"])])
     ]
-    local = sweep.run_specs(specs, 2)
+    local = runs.run_specs(specs, 2)
     with distributed.LocalCluster(
         n_workers=2, processes=False, dashboard_address=None
     ) as cluster:
-        remote = sweep.run_specs(specs, scheduler=cluster.scheduler_address)
+        remote = runs.run_specs(specs, scheduler=cluster.scheduler_address)
     assert remote == local
 
 
@@ -102,3 +102,20 @@ def test_example_script(tmp_path: Path) -> None:
     lines = out.read_text().splitlines()
     assert lines[0].startswith("batch,")
     assert len(lines) == 1 + 3
+
+
+def test_sweep_returns_a_dataframe_with_nan_for_what_did_not_occur() -> None:
+    """pcplab.sweep: a row per point and seed; uncalled statistics are NaN."""
+    df = lab.sweep({"batch": [31, 63]}, SPEC, seeds=2, jobs=2)
+    assert list(zip(df["batch"], df["seed"], strict=True)) == [
+        (31, 1),
+        (31, 2),
+        (63, 1),
+        (63, 2),
+    ]
+    assert (df["throughput.ops_per_s"] > 0).all()
+    assert (df["spec.batch"] == df["batch"]).all()
+    uncalled = df["latency_ns.free_pcppages_bulk.count"] == 0
+    assert df.loc[uncalled, "latency_ns.free_pcppages_bulk.avg"].isna().all()
+    called = ~uncalled
+    assert df.loc[called, "latency_ns.free_pcppages_bulk.avg"].notna().all()

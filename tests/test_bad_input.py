@@ -60,7 +60,7 @@ CASES: list[tuple[str, str, tuple[str, ...], str]] = [
     ("pagesets", "--json", (*MANUAL, "--json=1"), "--json"),
     ("pagesets", "--help", ("pagesets", "--help=1"), "--help"),
     # run
-    ("run", "--engine", (*RUN, "--engine", "bogus"), "engine 'bogus'"),
+    ("run", "--engine", (*RUN, "--engine", "bogus"), "'bogus' is not one of"),
     ("run", "--workload", (*RUN, "--workload", "nosuch"), "workload 'nosuch'"),
     ("run", "--tasks", (*RUN, "--tasks", FULL_WIDTH_4), "--tasks"),
     ("run", "--tasks", (*RUN, "--tasks", "0"), "tasks 0"),
@@ -116,7 +116,8 @@ CASES: list[tuple[str, str, tuple[str, ...], str]] = [
     ("fidelity", "--jobs", ("fidelity", "--jobs", "0"), "--jobs"),
     ("fidelity", "--left-out", ("fidelity", "--left-out=1"), "--left-out"),
     ("fidelity", "--out", ("fidelity", "--out", "/dev/full"), "--out /dev/full"),
-    ("fidelity", "--json", ("fidelity", "--json", "{tmp}/no/f.json"), "--json"),
+    ("fidelity", "--output", ("fidelity", "--output", "{tmp}/no/f.json"), "--output"),
+    ("fidelity", "--json", ("fidelity", "--json=1"), "--json"),
     ("fidelity", "--reference", ("fidelity", "--reference", "{tmp}"), "machines.csv"),
     ("fidelity", "--help", ("fidelity", "--help=1"), "--help"),
     # fit
@@ -149,7 +150,7 @@ CASES: list[tuple[str, str, tuple[str, ...], str]] = [
     ("reproduce", "--seeds", ("reproduce", "--seeds", "101"), "--seeds"),
     ("reproduce", "--help", ("reproduce", "--help=1"), "--help"),
     # sweep
-    ("sweep", "--engine", (*SWEEP, "--engine", "bogus"), "engine 'bogus'"),
+    ("sweep", "--engine", (*SWEEP, "--engine", "bogus"), "'bogus' is not one of"),
     ("sweep", "--workload", (*SWEEP, "--workload", "nosuch"), "workload 'nosuch'"),
     ("sweep", "--machine", (*SWEEP, "--machine", "nosuch"), "machine 'nosuch'"),
     ("sweep", "--param", (*SWEEP, "--param", "batch"), "--param"),
@@ -165,7 +166,8 @@ CASES: list[tuple[str, str, tuple[str, ...], str]] = [
         "--scale-max-schedule",
     ),
     ("sweep", "--scheduler", (*SWEEP, "--scheduler", "no where"), "--scheduler"),
-    ("sweep", "--json", (*SWEEP, "--json", "/dev/full"), "--json /dev/full"),
+    ("sweep", "--output", (*SWEEP, "--output", "/dev/full"), "--output /dev/full"),
+    ("sweep", "--json", (*SWEEP, "--json=1"), "--json"),
     ("sweep", "--csv", (*SWEEP, "--csv", "{tmp}"), "--csv"),
     ("run", "--policy", (*SIM_RUN, "--policy", "lifo"), "unknown policy 'lifo'"),
     (

@@ -88,9 +88,9 @@ def test_front_end_bad_input_is_one_line(bad_input, args, names):
 
 
 def test_unknown_engine(bad_input):
-    """An engine name outside the design is refused with the built ones."""
+    """An engine name outside the design is refused, naming the engines."""
     line = bad_input(*RUN, "--engine", "bogus")
-    assert "unknown engine 'bogus'" in line
+    assert "'bogus' is not one of 'native', 'sim', 'host'" in line
 
 
 def test_memory_guard_refuses_before_running(bad_input):

@@ -180,7 +180,7 @@ def test_sweep_grid(pcplab, tmp_path: Path) -> None:
         *("sweep", "--engine", "sim", "--machine", "haswell-desktop"),
         *("--workload", "page_fault1", "--duration", "0.1", "--warmup", "0"),
         *("--param", "batch=31,63", "--param", "kernel=6.6,6.18", "--jobs", "2"),
-        *("--csv", out, "--json", js),
+        *("--csv", out, "--output", js),
     )
     assert proc.returncode == 0, proc.stderr
     rows = _csv_rows(out)

@@ -9,6 +9,7 @@ import pytest
 from scipy import stats as scipy_stats
 
 from pcplab.comparison import lkp, metric_values, mmtests
+from pcplab.results import flatten
 from pcplab.stats import Sample, change_pct, significant, welch_p
 
 RATE = "throughput.ops_per_s"
@@ -80,11 +81,13 @@ def test_mmtests_layout_counts_better_as_positive():
 
 def test_a_function_never_called_is_nan_not_zero():
     """Count 0: its avg is no figure (NaN), not 0 ns."""
-    flat = {"latency_ns.free_pcppages_bulk.count": 0}
-    flat["latency_ns.free_pcppages_bulk.avg"] = 0
-    flat["latency_ns.rmqueue_bulk.count"] = 3
-    flat["latency_ns.rmqueue_bulk.avg"] = 7
-    values = metric_values(flat)
+    result = {
+        "latency_ns": {
+            "free_pcppages_bulk": {"count": 0, "avg": 0, "p99": 0},
+            "rmqueue_bulk": {"count": 3, "avg": 7, "p99": 9},
+        }
+    }
+    values = metric_values(flatten(result))
     assert values["latency_ns.free_pcppages_bulk.avg"] is None
     assert values["latency_ns.rmqueue_bulk.avg"] == 7
 
@@ -103,7 +106,7 @@ def test_sweep_with_seeds_prints_lkp_and_mmtests(pcplab, tmp_path):
     """--seeds 3: LKP's layout by default, mmtests' with --format mmtests."""
     grid = ("--param", "batch=31,511", "--seeds", "3", "--jobs", "2")
     out = tmp_path / "runs.json"
-    proc = pcplab(*SWEEP, *grid, "--json", out)
+    proc = pcplab(*SWEEP, *grid, "--output", out)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].split() == ["batch=31", "batch=511"]

@@ -7,7 +7,7 @@ try:
 except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0+unknown"
 
-from pcplab.api import Result, run  # noqa: E402  (the Python API)
+from pcplab.api import Result, run, sweep  # noqa: E402  (the Python API)
 from pcplab.errors import (  # noqa: E402  (what the API raises)
     BadInput,
     EngineError,
@@ -22,5 +22,6 @@ __all__ = [
     "PcplabError",
     "Result",
     "run",
+    "sweep",
     "__version__",
 ]

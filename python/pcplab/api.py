@@ -1,18 +1,20 @@
-"""The Python API: `pcplab.run(spec)` returns a `Result` that becomes a DataFrame.
+"""The Python API: `pcplab.run(spec)` returns a `Result`; `pcplab.sweep` a DataFrame.
 
 >>> import pcplab
 >>> r = pcplab.run({"engine": "sim", "machine": "skylake-ex",
 ...                 "workload": "page_fault1", "batch": 63, "duration_s": 0.5})
 >>> r.to_dataframe()            # one row per latency / lock-hold metric
 >>> r.to_dataframe(flat=True)   # one row, every scalar field
+>>> pcplab.sweep({"batch": [31, 63]}, {"machine": "skylake-ex",
+...               "workload": "page_fault1", "duration_s": 0.2}, seeds=3)
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from pcplab import sweep
+from pcplab import runs
 from pcplab.results import flatten
 
 # The result sections of docs/engine-protocol.md whose entries are metrics.
@@ -82,4 +84,38 @@ def run(spec: dict[str, Any], **keys: Any) -> Result:
     spec = {**spec, **keys}
     if "engine" not in spec:
         spec["engine"] = "sim" if "machine" in spec else "native"
-    return Result(sweep.run_one(spec))
+    return Result(runs.run_one(spec))
+
+
+def sweep(
+    grid: Mapping[str, Sequence[Any]] | Sequence[dict[str, Any]],
+    base: dict[str, Any] | None = None,
+    *,
+    seeds: int = 1,
+    jobs: int = 1,
+    scheduler: Any = None,
+    **keys: Any,
+) -> Any:
+    """Run BASE (plus KEYS) at every point of GRID; return a DataFrame, a row per run.
+
+    GRID maps spec keys to their values ({"batch": [31, 63]}: the product of
+    all) or lists the points. SEEDS > 1 runs each point with seeds 1..N (sim).
+    The columns are the point's keys, `seed`, and every scalar field of the
+    result by its dotted path; a statistic of a call that never happened is
+    NaN. JOBS runs go in parallel (or on the Dask cluster at SCHEDULER).
+    """
+    import pandas as pd
+
+    from pcplab.repeats import expand
+
+    points = runs.grid(list(grid.items())) if isinstance(grid, Mapping) else list(grid)
+    spec = {**(base or {}), **keys}
+    if "engine" not in spec:
+        spec["engine"] = "sim" if "machine" in spec else "native"
+    specs = expand([{**spec, **p} for p in points], seeds, seeds > 1)
+    results = runs.run_specs(specs, jobs, scheduler=scheduler, desc="sweep")
+    rows = []
+    for i, result in enumerate(results):
+        point = points[i // seeds]
+        rows.append({**point, "seed": specs[i].get("seed"), **flatten(result)})
+    return pd.DataFrame(rows)

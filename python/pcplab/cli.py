@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from pcplab import data, engine, machines
+from pcplab.cli_examples import EXAMPLES
 from pcplab.errors import BadInput, EngineError, InvariantViolation, PcplabError
 from pcplab.host.cli import compare, host, run_on_host
 from pcplab.inputs import (
@@ -171,7 +172,10 @@ def _print_host_rows(rows: list[dict[str, Any]]) -> None:
         click.echo(line)
 
 
-@cli.command(short_help="The pcp batch and high of a zone, or of this host.")
+@cli.command(
+    short_help="The pcp batch and high of a zone, or of this host.",
+    epilog=EXAMPLES["pagesets"],
+)
 @click.option(
     "--host",
     is_flag=True,
@@ -239,14 +243,18 @@ def pagesets(
         click.echo(line)
 
 
-@cli.command(short_help="Run a workload; report throughput and latency.")
+@cli.command(
+    short_help="Run a workload; report throughput and latency.",
+    epilog=EXAMPLES["run"],
+)
 @click.option(
     "--engine",
     "engine_name",
+    type=click.Choice(engine.KNOWN_ENGINES),
     default=engine.DEFAULT_ENGINE,
     show_default=True,
-    metavar="E",
-    help=f"Engine: {', '.join(engine.KNOWN_ENGINES)} (if built).",
+    help="Engine (if built): the model on real threads, in virtual time, "
+    "or the running kernel.",
 )
 @option(
     "workload",
@@ -418,7 +426,11 @@ def run(
         raise violation
 
 
-@cli.command("policies", short_help="List the model's PCP policies.")
+@cli.command(
+    "policies",
+    short_help="List the model's PCP policies.",
+    epilog=EXAMPLES["policies"],
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def policies_command(as_json: bool) -> None:
     """List the PCP policies of src/mm/policies/: what each decides.
@@ -436,7 +448,11 @@ def policies_command(as_json: bool) -> None:
         click.echo(line)
 
 
-@cli.command("machines", short_help="List the machine profiles of the sim engine.")
+@cli.command(
+    "machines",
+    short_help="List the machine profiles of the sim engine.",
+    epilog=EXAMPLES["machines"],
+)
 @click.argument("name", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def machines_command(name: str | None, as_json: bool) -> None:
@@ -491,7 +507,11 @@ cli.add_command(sweep_command)  # pcplab sweep --param KEY=V1,V2 ...
 cli.add_command(tune_command)  # pcplab tune --budget METRIC=LIMIT ...
 
 
-@cli.command("fidelity", short_help="The model beside every published figure.")
+@cli.command(
+    "fidelity",
+    short_help="The model beside every published figure.",
+    epilog=EXAMPLES["fidelity"],
+)
 @click.argument("names", nargs=-1)
 @click.option("--quick", is_flag=True, help="Fewer rows, shorter runs.")
 @click.option(
@@ -504,7 +524,10 @@ cli.add_command(tune_command)  # pcplab tune --budget METRIC=LIMIT ...
     help="Also predict each machine with the constants fitted without it.",
 )
 @click.option("--out", metavar="FILE", help="Also write the Markdown to FILE.")
-@click.option("--json", "json_out", metavar="FILE", help="Write the rows as JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
+@click.option(
+    "--output", "json_out", metavar="FILE", help="Also write the rows as JSON."
+)
 @reference_option
 def fidelity_command(
     names: tuple[str, ...],
@@ -512,6 +535,7 @@ def fidelity_command(
     jobs: int,
     left_out: bool,
     out: str | None,
+    as_json: bool,
     json_out: str | None,
 ) -> None:
     """Run the reference experiments on the sim engine; print model vs published."""
@@ -526,7 +550,7 @@ def fidelity_command(
     for name in names or runners:
         data.experiment_file(name)  # every spec is there before anything runs
     check_output_file(out, "--out")
-    check_output_file(json_out, "--json")
+    check_output_file(json_out, "--output")
     results = {
         name: run_one(quick, jobs)
         for name, run_one in runners.items()
@@ -540,15 +564,19 @@ def fidelity_command(
     }
     cv = fidelity.left_out(folds, quick, jobs)
     text = fidelity_doc.render_document(results, cv)
-    click.echo(text)
+    doc = {"in_sample": results, "left_out": cv}
+    click.echo(json.dumps(doc, indent=1) if as_json else text)
     if out:
         Path(out).write_text(text + "\n")
     if json_out:
-        doc = {"in_sample": results, "left_out": cv}
         Path(json_out).write_text(json.dumps(doc, indent=1) + "\n")
 
 
-@cli.command("fit", short_help="Fit the global constants on the published figures.")
+@cli.command(
+    "fit",
+    short_help="Fit the global constants on the published figures.",
+    epilog=EXAMPLES["fit"],
+)
 @click.option(
     "--constants",
     "names",
@@ -621,7 +649,11 @@ def fit_command(
     click.echo(f"wrote {directory}/constants.toml ({note})")
 
 
-@cli.command("calibrate", short_help="Measure this host; write its machine profile.")
+@cli.command(
+    "calibrate",
+    short_help="Measure this host; write its machine profile.",
+    epilog=EXAMPLES["calibrate"],
+)
 @click.option("--out", metavar="FILE", help="Where to write it (default: user dir).")
 @click.option("--name", default="host", show_default=True, help="Profile name.")
 def calibrate_command(out: str | None, name: str) -> None:

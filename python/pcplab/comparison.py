@@ -47,18 +47,8 @@ FORMATS = ("lkp", "mmtests")
 
 
 def metric_values(flat: dict[str, Any]) -> dict[str, float | None]:
-    """Return each METRIC of a flat result; None where nothing was counted.
-
-    A latency or hold-time statistic of a function never called is not 0 ns:
-    it did not occur (NaN in the tables, null in JSON).
-    """
-    out: dict[str, float | None] = {}
-    for metric in METRICS:
-        parent = metric.path.rsplit(".", 1)[0]
-        out[metric.path] = (
-            None if flat.get(f"{parent}.count") == 0 else flat.get(metric.path)
-        )
-    return out
+    """Return each METRIC of a flat result (pcplab.results.flatten)."""
+    return {metric.path: flat.get(metric.path) for metric in METRICS}
 
 
 def _number(value: float) -> str:

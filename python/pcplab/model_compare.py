@@ -12,17 +12,18 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from pcplab import engine, sweep
+from pcplab import engine
 from pcplab.comparison import columns_of, render, statistics
 from pcplab.errors import BadInput
 from pcplab.repeats import expand, regroup
+from pcplab.runs import materialize, parse_param, run_specs
 
 
 def parse_keys(texts: Sequence[str], option: str) -> dict[str, Any]:
     """Parse repeated KEY=VALUE options into spec keys (one value each)."""
     keys: dict[str, Any] = {}
     for text in texts:
-        key, values = sweep.parse_param(text)
+        key, values = parse_param(text)
         if len(values) != 1:
             raise BadInput(
                 f"{option} {text!r} gives {len(values)} values; give one KEY=VALUE "
@@ -52,10 +53,10 @@ def compare_models(
         raise BadInput("--base and --new are the same configuration; change a key")
     specs = [{**common, **base}, {**common, **new}]
     for spec in specs:  # the engine checks every key and range first
-        engine.resolve(sweep.materialize(spec))
+        engine.resolve(materialize(spec))
     # sim runs are independent processes; native runs would share the CPUs
     jobs = (os.cpu_count() or 1) if common["engine"] == "sim" else 1
-    results = sweep.run_specs(expand(specs, runs, seeds), jobs, desc="compare")
+    results = run_specs(expand(specs, runs, seeds), jobs, desc="compare")
     groups = regroup(results, runs)
     columns = columns_of(groups)
     labels = [label(base), label(new)]

@@ -60,7 +60,7 @@ def run_repeated(
     spec: dict[str, Any], runs: int, seeds: bool, lock_stats: str | None = None
 ) -> list[dict[str, Any]]:
     """Run SPEC RUNS times (seeds 1..RUNS if SEEDS), one after another."""
-    from pcplab import sweep
+    from pcplab.runs import run_one
 
     results = []
     for one in expand([spec], runs, seeds):
@@ -69,7 +69,7 @@ def run_repeated(
 
             results.append(execute_run(one, lock_stats=lock_stats))
         else:
-            results.append(sweep.run_one(one))
+            results.append(run_one(one))
     return results
 
 

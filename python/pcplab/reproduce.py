@@ -17,7 +17,8 @@ from typing import Any
 
 import click
 
-from pcplab import data, experiments, report, sweep
+from pcplab import data, experiments, report, runs
+from pcplab.cli_examples import EXAMPLES
 from pcplab.errors import BadInput
 from pcplab.experiments._common import seeded
 from pcplab.inputs import AsciiIntRange, check_output_dir
@@ -137,6 +138,7 @@ def experiment_options(command: Callable[..., Any]) -> Callable[..., Any]:
     short_help="Run the reference experiments; write a report.",
     help="Run NAMES (or all) of the reference experiments; print and write the "
     f"report.\n\nNAMES: all, {', '.join(experiments.names())}.",
+    epilog=EXAMPLES["reproduce"],
 )
 @click.argument("names", nargs=-1)
 @click.option("--quick", is_flag=True, help="Fewer rows, shorter runs.")
@@ -180,7 +182,7 @@ def reproduce_command(
     for name in chosen:
         data.experiment_file(name)  # every spec is there before anything runs
     check_options(chosen, options)
-    sweep.check_scheduler(scheduler)
+    runs.check_scheduler(scheduler)
     target = check_output_dir(out, "--out")
     start = time.monotonic()
     results, notes = run_experiments(

@@ -4,17 +4,29 @@ from __future__ import annotations
 
 from typing import Any
 
+# The statistics of a latency or hold that mean nothing without a call.
+UNCOUNTED = ("avg", "p50", "p99", "max", "total")
+
 
 def flatten(result: dict[str, Any]) -> dict[str, Any]:
-    """Return every scalar field of RESULT keyed by its dotted path (no lists)."""
+    """Return every scalar field of RESULT keyed by its dotted path (no lists).
+
+    A statistic of a function that was never called (its `count` is 0) is
+    None, not 0 ns: it did not occur (NaN in a DataFrame).
+    """
     import pandas as pd  # json_normalize: the maintained nested-JSON flattener
 
     row = pd.json_normalize(result, sep=".").iloc[0].to_dict()
-    return {
+    flat = {
         key: (None if _is_nan(value) else value)
         for key, value in row.items()
         if not isinstance(value, (list, dict))
     }
+    for key in flat:
+        parent, _, stat = key.rpartition(".")
+        if stat in UNCOUNTED and flat.get(f"{parent}.count") == 0:
+            flat[key] = None
+    return flat
 
 
 def _is_nan(value: Any) -> bool:

@@ -9,19 +9,20 @@ from typing import Any
 import click
 
 from pcplab import engine, machines
+from pcplab.cli_examples import EXAMPLES
 from pcplab.comparison import FORMATS
 from pcplab.inputs import AsciiIntRange, check_output_file
 from pcplab.policies import PolicyOption
 from pcplab.repeat_cli import repeat_options
 from pcplab.repeats import expand, regroup, runs_per_point
-from pcplab.spec_keys import option, schedule_help
-from pcplab.sweep import (
+from pcplab.runs import (
     check_scheduler,
     grid,
     materialize,
     parse_param,
     run_specs,
 )
+from pcplab.spec_keys import option, schedule_help
 from pcplab.workloads import WorkloadOption
 
 
@@ -52,14 +53,16 @@ def _step_metrics(result: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-@click.command("sweep", short_help="Run a grid over any spec keys.")
+@click.command(
+    "sweep", short_help="Run a grid over any spec keys.", epilog=EXAMPLES["sweep"]
+)
 @click.option(
     "--engine",
     "engine_name",
+    type=click.Choice(engine.KNOWN_ENGINES),
     default="sim",
     show_default=True,
-    metavar="E",
-    help="Engine: native, sim, host (if built).",
+    help="Engine (if built).",
 )
 @option(
     "workload",
@@ -98,7 +101,10 @@ def _step_metrics(result: dict[str, Any]) -> dict[str, Any]:
     help="table: a row per point; lkp: LKP's base ±%stddev %change new; mmtests: "
     "compare-kernels' Hmean/Amean. Default: lkp with --seeds/--repeat, else table.",
 )
-@click.option("--json", "json_out", metavar="FILE", help="Write the results as JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print every run's JSON.")
+@click.option(
+    "--output", "json_out", metavar="FILE", help="Also write every run's JSON to FILE."
+)
 @click.option("--csv", "csv_out", metavar="FILE", help="Write the rows as CSV.")
 def sweep_command(
     engine_name: str,
@@ -114,6 +120,7 @@ def sweep_command(
     seeds: int | None,
     repeat: int | None,
     layout: str | None,
+    as_json: bool,
     json_out: str | None,
     csv_out: str | None,
 ) -> None:
@@ -153,7 +160,7 @@ def sweep_command(
     # before anything runs (one line and exit 2 on the first bad one).
     for spec in specs:
         engine.resolve(materialize(spec))
-    check_output_file(json_out, "--json")
+    check_output_file(json_out, "--output")
     check_output_file(csv_out, "--csv")
     results = run_specs(
         expand(specs, runs, seeds is not None), jobs, scheduler=scheduler, desc="sweep"
@@ -164,16 +171,19 @@ def sweep_command(
         for p, group in zip(points, per_point, strict=True)
         for i, r in enumerate(group)
     ]
+    data = [
+        {"point": p, "run": i + 1, "result": r}
+        for p, group in zip(points, per_point, strict=True)
+        for i, r in enumerate(group)
+    ]
     if json_out:
-        data = [
-            {"point": p, "run": i + 1, "result": r}
-            for p, group in zip(points, per_point, strict=True)
-            for i, r in enumerate(group)
-        ]
         Path(json_out).write_text(json.dumps(data, indent=1) + "\n")
     if csv_out:
         write_csv(Path(csv_out), rows)
-    click.echo(_render(layout, points, per_point, rows))
+    if as_json:
+        click.echo(json.dumps(data, indent=1))
+    else:
+        click.echo(_render(layout, points, per_point, rows))
 
 
 def _label(point: dict[str, Any]) -> str:

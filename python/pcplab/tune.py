@@ -19,10 +19,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pcplab import engine, sweep
+from pcplab import engine
 from pcplab.budgets import Budget
 from pcplab.errors import BadInput
 from pcplab.repeats import expand, regroup
+from pcplab.runs import materialize, run_specs
 
 # A space of at most this many points is run whole; a larger one is sampled.
 GRID_LIMIT = 48
@@ -145,7 +146,7 @@ class Evaluator:
         default) are one setting: the search runs it once.
         """
         try:
-            specs = [engine.resolve(sweep.materialize(s)) for s in self.specs(keys)]
+            specs = [engine.resolve(materialize(s)) for s in self.specs(keys)]
         except BadInput:  # e.g. high below batch
             return None
         return json.dumps([s.get("spec", s) for s in specs], sort_keys=True)
@@ -169,9 +170,7 @@ class Evaluator:
         """Run every setting for every workload and seed; return their Points."""
         specs = [s for keys in settings for s in self.specs(keys)]
         seeded = self.base.get("engine") == "sim"
-        results = sweep.run_specs(
-            expand(specs, self.seeds, seeded), self.jobs, desc="tune"
-        )
+        results = run_specs(expand(specs, self.seeds, seeded), self.jobs, desc="tune")
         runs = regroup(results, self.seeds * len(self.workloads))
         return [self._point(k, r) for k, r in zip(settings, runs, strict=True)]
 

@@ -284,7 +284,7 @@ static int check_cross_free(const cJSON *o, const struct spec *s, char *err)
 				"cross_free_ratio sets how many tasks one freeing task serves; give cross_free true with it, or drop it");
 		return 0;
 	}
-	if (wl->no_cross_free || wl->configure)
+	if (wl->no_cross_free)
 		return fail(
 			err,
 			"cross_free needs a workload that frees what it maps, not %s",

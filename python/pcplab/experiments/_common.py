@@ -14,7 +14,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from pcplab import data, machines, sweep
+from pcplab import data, machines, runs
 from pcplab.errors import BadInput
 
 
@@ -114,7 +114,7 @@ def run_specs(
         specs = [{**s, "seed": seed} if s.get("engine") == "sim" else s for s in specs]
         if used is not None and any(s.get("engine") == "sim" for s in specs):
             used.append(True)
-    return sweep.run_specs(specs, workers, scheduler=scheduler, desc=name)
+    return runs.run_specs(specs, workers, scheduler=scheduler, desc=name)
 
 
 @dataclass(frozen=True)

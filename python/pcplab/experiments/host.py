@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from pcplab import sweep
+from pcplab import runs
 from pcplab.experiments._common import load_experiment, own_name
 from pcplab.memguard import mem_available_bytes
 from pcplab.render import generic_text
@@ -41,8 +41,8 @@ def run(quick: bool, workers: int, *, scheduler: Any = None) -> list[dict[str, A
         for fraction in mode["high_fraction"]:
             spec = {**base, "high_fraction": fraction}
             # The kernel's sysctl is global: host runs go one at a time.
-            kernel = sweep.run_specs([{**spec, "engine": "host"}], 1, desc="host")[0]
-            model = sweep.run_specs(
+            kernel = runs.run_specs([{**spec, "engine": "host"}], 1, desc="host")[0]
+            model = runs.run_specs(
                 [{**spec, "engine": exp["model_engine"]}],
                 workers,
                 scheduler=scheduler,

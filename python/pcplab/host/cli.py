@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from pcplab import engine
+from pcplab.cli_examples import EXAMPLES
 from pcplab.comparison import FORMATS
 from pcplab.errors import BadInput
 from pcplab.host import lockstat, procfs, report, runner, sweep, sysctl, trace
@@ -174,7 +175,11 @@ def _check_output(output: str | None) -> None:
     check_output_file(output, "--output")
 
 
-@host.command("info", short_help="Pagesets, sysctls, kernel version, tracing.")
+@host.command(
+    "info",
+    short_help="Pagesets, sysctls, kernel version, tracing.",
+    epilog=EXAMPLES["host info"],
+)
 @click.option("--no-probe", is_flag=True, help="Skip probing kernel tracing.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def info_command(no_probe: bool, as_json: bool) -> None:
@@ -197,7 +202,11 @@ def info_command(no_probe: bool, as_json: bool) -> None:
     _emit(info, as_json, report.format_info(info), None)
 
 
-@host.command("run", short_help="Run a workload on the running kernel.")
+@host.command(
+    "run",
+    short_help="Run a workload on the running kernel.",
+    epilog=EXAMPLES["host run"],
+)
 @_workload_options
 @option(
     "high_fraction",
@@ -239,7 +248,11 @@ def run_command(
     _emit(result, as_json, report.format_host_summary(result), output)
 
 
-@host.command("sweep", short_help="Run a workload at each high fraction (root).")
+@host.command(
+    "sweep",
+    short_help="Run a workload at each high fraction (root).",
+    epilog=EXAMPLES["host sweep"],
+)
 @click.option(
     "--high-fraction",
     "fractions",
@@ -289,7 +302,11 @@ def sweep_command(
     _emit(data, as_json, report.format_sweep(points), output)
 
 
-@host.command("restore", short_help="Restore the sysctls of an interrupted run.")
+@host.command(
+    "restore",
+    short_help="Restore the sysctls of an interrupted run.",
+    epilog=EXAMPLES["host restore"],
+)
 def restore_command() -> None:
     """Write back what the journal of an interrupted run holds, and remove it."""
     path = sysctl.journal_path()
@@ -301,7 +318,11 @@ def restore_command() -> None:
     sysctl.restore_pending(quiet_if_none=False)
 
 
-@host.command("overhead", short_help="Timed vs untimed throughput: the cost of timing.")
+@host.command(
+    "overhead",
+    short_help="Timed vs untimed throughput: the cost of timing.",
+    epilog=EXAMPLES["host overhead"],
+)
 @_workload_options
 @click.option(
     "--rounds",

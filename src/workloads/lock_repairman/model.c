@@ -66,4 +66,5 @@ static int lock_repairman_configure(const cJSON *args, char *err)
 }
 
 DEFINE_MODEL_WORKLOAD(lock_repairman, .iteration = lock_repairman_iteration,
-		      .configure = lock_repairman_configure);
+		      .configure = lock_repairman_configure,
+		      .no_cross_free = true); /* it maps nothing */
