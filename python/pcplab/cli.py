@@ -15,6 +15,7 @@ import click
 
 from pcplab import data, engine, machines
 from pcplab.cli_examples import EXAMPLES
+from pcplab.cli_options import engine_option, workload_option
 from pcplab.errors import BadInput, EngineError, InvariantViolation, PcplabError
 from pcplab.host.cli import compare, host, run_on_host
 from pcplab.inputs import (
@@ -33,7 +34,6 @@ from pcplab.spec_keys import option, parse_scale_max_schedule, schedule_help
 from pcplab.summary import format_summary, format_table
 from pcplab.sweep_cli import sweep_command
 from pcplab.tune_cli import tune_command
-from pcplab.workloads import WorkloadOption
 
 MANUAL_FLAGS = {
     "managed_pages": "--managed-pages",
@@ -247,23 +247,12 @@ def pagesets(
     short_help="Run a workload; report throughput and latency.",
     epilog=EXAMPLES["run"],
 )
-@click.option(
-    "--engine",
-    "engine_name",
-    type=click.Choice(engine.KNOWN_ENGINES),
-    default=engine.DEFAULT_ENGINE,
-    show_default=True,
-    help="Engine (if built): the model on real threads, in virtual time, "
+@engine_option(
+    engine.DEFAULT_ENGINE,
+    "Engine (if built): the model on real threads, in virtual time, "
     "or the running kernel.",
 )
-@option(
-    "workload",
-    "--workload",
-    cls=WorkloadOption,
-    engines=engine.KNOWN_ENGINES,
-    required=True,
-    metavar="W",
-)
+@workload_option()
 @option("tasks", "--tasks", metavar="N")
 @option(
     "machine",

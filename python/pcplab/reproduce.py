@@ -9,7 +9,6 @@ into the report folder (CSV, JSON, PNG, index.md).
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -19,6 +18,7 @@ import click
 
 from pcplab import data, experiments, report, runs
 from pcplab.cli_examples import EXAMPLES
+from pcplab.cli_options import jobs_option
 from pcplab.errors import BadInput
 from pcplab.experiments._common import seeded
 from pcplab.inputs import AsciiIntRange, check_output_dir
@@ -149,13 +149,7 @@ def experiment_options(command: Callable[..., Any]) -> Callable[..., Any]:
     metavar="DIR",
     help="The report folder.",
 )
-@click.option(
-    "--jobs",
-    type=AsciiIntRange(1),
-    default=os.cpu_count() or 1,
-    show_default=True,
-    help="Parallel runs.",
-)
+@jobs_option()
 @click.option(
     "--scheduler", metavar="ADDRESS", help="Run on the Dask cluster at ADDRESS."
 )

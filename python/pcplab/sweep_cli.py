@@ -10,8 +10,9 @@ import click
 
 from pcplab import engine, machines
 from pcplab.cli_examples import EXAMPLES
+from pcplab.cli_options import engine_option, jobs_option, workload_option
 from pcplab.comparison import FORMATS
-from pcplab.inputs import AsciiIntRange, check_output_file
+from pcplab.inputs import check_output_file
 from pcplab.policies import PolicyOption
 from pcplab.repeat_cli import repeat_options
 from pcplab.repeats import expand, regroup, runs_per_point
@@ -23,7 +24,6 @@ from pcplab.runs import (
     run_specs,
 )
 from pcplab.spec_keys import option, schedule_help
-from pcplab.workloads import WorkloadOption
 
 
 def _metrics(result: dict[str, Any]) -> dict[str, Any]:
@@ -56,22 +56,8 @@ def _step_metrics(result: dict[str, Any]) -> dict[str, Any]:
 @click.command(
     "sweep", short_help="Run a grid over any spec keys.", epilog=EXAMPLES["sweep"]
 )
-@click.option(
-    "--engine",
-    "engine_name",
-    type=click.Choice(engine.KNOWN_ENGINES),
-    default="sim",
-    show_default=True,
-    help="Engine (if built).",
-)
-@option(
-    "workload",
-    "--workload",
-    cls=WorkloadOption,
-    engines=engine.KNOWN_ENGINES,
-    required=True,
-    metavar="W",
-)
+@engine_option("sim")
+@workload_option()
 @option("machine", "--machine", metavar="NAME", help="Machine profile (sim).")
 @option("policy", "--policy", cls=PolicyOption, metavar="P")
 @click.option(
@@ -89,9 +75,7 @@ def _step_metrics(result: dict[str, Any]) -> dict[str, Any]:
     metavar="T:V[,T:V...]",
     help=schedule_help(),
 )
-@click.option(
-    "--jobs", type=AsciiIntRange(1), default=1, show_default=True, help="Parallel runs."
-)
+@jobs_option(1)
 @click.option("--scheduler", metavar="ADDRESS", help="Run on this Dask cluster.")
 @repeat_options
 @click.option(

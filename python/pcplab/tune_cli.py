@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +10,7 @@ import click
 
 from pcplab import engine, machines
 from pcplab.budgets import format_ns, metric_path, parse_budget
+from pcplab.cli_options import jobs_option
 from pcplab.errors import BadInput
 from pcplab.inputs import AsciiIntRange, check_output_file
 from pcplab.policies import PolicyOption
@@ -194,13 +194,7 @@ def _as_json(result: Tuning, metric: str | None) -> dict[str, Any]:
     metavar="N",
     help="Sample N settings with optuna (default: the whole grid if small).",
 )
-@click.option(
-    "--jobs",
-    type=AsciiIntRange(1),
-    default=os.cpu_count() or 1,
-    show_default=True,
-    help="Parallel runs.",
-)
+@jobs_option()
 @click.option(
     "--plot",
     default="tune.png",

@@ -61,6 +61,21 @@ def keep(
     return rows if only is None else [r for r in rows if r["machine"] in only]
 
 
+def fitted_rows(
+    exp: dict[str, Any], table: dict[str, Any], only: Sequence[str] | None
+) -> list[dict[str, str]]:
+    """Return EXP's reference rows of the machines ONLY, at the mode's batches.
+
+    A mode table with a `batch` list keeps the rows of those batches only
+    (the quick runs); without one, every row.
+    """
+    rows = keep(reference_rows(exp["reference"]), only)
+    if "batch" in table:
+        kept = set(table["batch"])
+        rows = [r for r in rows if int(r["batch"]) in kept]
+    return rows
+
+
 def profile_for(exp: dict[str, Any], machine: str) -> str:
     """Return the sim profile of reference MACHINE, or refuse in one line."""
     profile = exp.get("machines", {}).get(machine)

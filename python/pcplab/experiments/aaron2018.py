@@ -14,13 +14,12 @@ from typing import Any
 from pcplab import charts, machines
 from pcplab.experiments._common import (
     Option,
+    fitted_rows,
     heading,
-    keep,
     load_experiment,
     mode_table,
     own_name,
     profile_for,
-    reference_rows,
     run_specs,
     sim_spec,
     timing,
@@ -70,10 +69,7 @@ def run(
     """Run page_fault1, 4.18, one task per CPU, batch 31..511, five machines."""
     exp = load_experiment(NAME)
     table = mode_table(exp, quick, mode)
-    rows = keep(reference_rows(exp["reference"]), only)
-    if "batch" in table:
-        kept = set(table["batch"])
-        rows = [r for r in rows if int(r["batch"]) in kept]
+    rows = fitted_rows(exp, table, only)
     batches = sorted({int(r["batch"]) for r in rows})
     profiles = [(r["machine"], profile_for(exp, r["machine"]), r) for r in rows]
     for extra in [*exp.get("extra_machines", []), *extra_machines]:

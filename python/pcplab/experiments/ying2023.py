@@ -13,13 +13,12 @@ from typing import Any
 
 from pcplab import charts
 from pcplab.experiments._common import (
+    fitted_rows,
     heading,
-    keep,
     load_experiment,
     mode_table,
     own_name,
     profile_for,
-    reference_rows,
     run_specs,
     sim_spec,
     timing,
@@ -69,9 +68,7 @@ def run(
     """Run the 2023 debug kernel (high = 2 x batch, no free scaling) per batch."""
     exp = load_experiment(NAME)
     table = mode_table(exp, quick, mode)
-    rows = keep(reference_rows(exp["reference"]), only)
-    if "batch" in table:
-        rows = [r for r in rows if int(r["batch"]) in set(table["batch"])]
+    rows = fitted_rows(exp, table, only)
     specs = [
         sim_spec(
             profile_for(exp, row["machine"]),

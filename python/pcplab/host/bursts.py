@@ -16,7 +16,6 @@ Pure: no tracing here (`trace` records the events), tested on recorded samples.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -90,21 +89,25 @@ def join_bursts(
 
 def log2_hist(values: Sequence[int]) -> list[list[int]]:
     """Return funclatency's log2 rows [lo, hi, count], slot 1 = 0..1, to the top."""
-    slots: dict[int, int] = {}
-    for v in values:
-        slot = max(int(v).bit_length(), 1)
-        slots[slot] = slots.get(slot, 0) + 1
-    top = max(slots, default=0)
+    import numpy as np  # only where a trace is summarised
+
+    if not len(values):
+        return []
+    ns = np.asarray(values, dtype=np.int64)
+    # slot = bit length (frexp's exponent), 0 and 1 both in slot 1
+    slots = np.maximum(np.frexp(ns.astype(np.float64))[1], 1)
+    counts = np.bincount(slots)
     return [
-        [0 if i == 1 else 1 << (i - 1), (1 << i) - 1, slots.get(i, 0)]
-        for i in range(1, top + 1)
+        [0 if i == 1 else 1 << (i - 1), (1 << i) - 1, int(counts[i])]
+        for i in range(1, len(counts))
     ]
 
 
 def percentile(sorted_values: Sequence[int], p: float) -> int:
-    """Nearest-rank percentile p (0..100) of sorted values."""
-    rank = max(1, math.ceil(p / 100 * len(sorted_values)))
-    return sorted_values[rank - 1]
+    """Nearest-rank percentile p (0..100) of sorted values (numpy's inverted CDF)."""
+    import numpy as np
+
+    return int(np.percentile(sorted_values, p, method="inverted_cdf"))
 
 
 def stats(values: Sequence[int]) -> dict[str, Any] | None:

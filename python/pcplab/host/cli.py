@@ -15,6 +15,7 @@ import click
 
 from pcplab import engine
 from pcplab.cli_examples import EXAMPLES
+from pcplab.cli_options import workload_option
 from pcplab.comparison import FORMATS
 from pcplab.errors import BadInput
 from pcplab.host import lockstat, procfs, report, runner, sweep, sysctl, trace
@@ -22,7 +23,6 @@ from pcplab.host.execute import execute_run, guard, refuse_host_scale_max_schedu
 from pcplab.inputs import AsciiIntRange, check_output_file
 from pcplab.repeat_cli import repeat_options
 from pcplab.spec_keys import option, schedule_help
-from pcplab.workloads import WorkloadOption
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 88}
 MODEL_ENGINES = ("native", "sim")
@@ -71,14 +71,7 @@ def host(ctx: click.Context) -> None:
 def _workload_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """Add the options that describe a host workload run."""
     options = [
-        option(
-            "workload",
-            "--workload",
-            cls=WorkloadOption,
-            engines=("host",),
-            required=True,
-            metavar="W",
-        ),
+        workload_option(("host",)),
         option("tasks", "--tasks", required=True, metavar="N"),
         option("duration_s", "--duration", metavar="S"),
         option("warmup_s", "--warmup", metavar="S"),
@@ -508,14 +501,7 @@ def _compare_models(
     short_help="This kernel beside the model, or two model configurations.",
     epilog=COMPARE_EPILOG,
 )
-@option(
-    "workload",
-    "--workload",
-    cls=WorkloadOption,
-    engines=("host", *MODEL_ENGINES),
-    required=True,
-    metavar="W",
-)
+@workload_option(("host", *MODEL_ENGINES))
 @option(
     "tasks", "--tasks", metavar="N", help="Tasks (the host needs it; sim: one per CPU)."
 )

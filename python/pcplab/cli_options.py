@@ -1,0 +1,51 @@
+"""Options several commands share, written once: --engine, --workload, --jobs."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from pcplab import engine
+from pcplab.inputs import AsciiIntRange
+from pcplab.spec_keys import option
+from pcplab.workloads import WorkloadOption
+
+Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+
+def engine_option(default: str, help_text: str = "Engine (if built).") -> Decorator:
+    """Return --engine, a Choice of the engines, defaulting to DEFAULT."""
+    return click.option(
+        "--engine",
+        "engine_name",
+        type=click.Choice(engine.KNOWN_ENGINES),
+        default=default,
+        show_default=True,
+        help=help_text,
+    )
+
+
+def workload_option(engines: tuple[str, ...] = engine.KNOWN_ENGINES) -> Decorator:
+    """Return the required --workload, its help naming what ENGINES run."""
+    return option(
+        "workload",
+        "--workload",
+        cls=WorkloadOption,
+        engines=engines,
+        required=True,
+        metavar="W",
+    )
+
+
+def jobs_option(default: int | None = None) -> Decorator:
+    """Return --jobs N: parallel runs (default: every CPU)."""
+    return click.option(
+        "--jobs",
+        type=AsciiIntRange(1),
+        default=default or os.cpu_count() or 1,
+        show_default=True,
+        help="Parallel runs.",
+    )
