@@ -121,7 +121,60 @@ def sim() -> dict:
     }
 
 
-BENCHMARKS = {"fastpath": fastpath, "sim": sim}
+# The host engine's perf methods (docs/host-engine.md), each beside an
+# untraced will-it-scale run in the same minute: $WILL_IT_SCALE names a built
+# page_fault1_processes (github.com/antonblanchard/will-it-scale).
+PERF_METHODS = {
+    "untraced": [],
+    "perf_lock_record": [
+        "perf",
+        "lock",
+        "record",
+        "-a",
+        "-o",
+        "/tmp/bench-lock.data",
+        "--",
+    ],
+    "perf_record_g": ["perf", "record", "-a", "-g", "-o", "/tmp/bench-perf.data", "--"],
+}
+
+
+def _wis_average(command: list[str]) -> float:
+    """Run will-it-scale under COMMAND; return its `average:` ops/s line."""
+    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    return float(next(x for x in out.splitlines() if x.startswith("average:"))[8:])
+
+
+def perf_overhead() -> dict:
+    """Measure what perf lock record and perf record -g cost will-it-scale."""
+    wis = os.environ.get("WILL_IT_SCALE")
+    if not wis or not Path(wis).is_file():
+        raise SystemExit(
+            "bench: perf_overhead needs $WILL_IT_SCALE, a built page_fault1_processes"
+        )
+    tasks = str(min(4, os.cpu_count() or 1))
+    ops: dict[str, list[float]] = {name: [] for name in PERF_METHODS}
+    for _ in range(RUNS):  # alternate, so that drifts hit every method alike
+        for name, prefix in PERF_METHODS.items():
+            ops[name].append(_wis_average([*prefix, wis, "-t", tasks, "-s", "5"]))
+    base = statistics.median(ops["untraced"])
+    return {
+        "workload": f"will-it-scale page_fault1_processes -t {tasks} -s 5",
+        "runs": RUNS,
+        "ops_per_s_each_run": ops,
+        "median_ops_per_s": {k: statistics.median(v) for k, v in ops.items()},
+        "overhead_pct_of_median": {
+            k: round(100 * (1 - statistics.median(v) / base), 2)
+            for k, v in ops.items()
+            if k != "untraced"
+        },
+        "spread_pct_untraced": round(
+            100 * (max(ops["untraced"]) - min(ops["untraced"])) / base, 1
+        ),
+    }
+
+
+BENCHMARKS = {"fastpath": fastpath, "sim": sim, "perf_overhead": perf_overhead}
 
 
 def main(argv: list[str]) -> int:

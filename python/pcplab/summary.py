@@ -28,17 +28,28 @@ def format_value(value: Any) -> str:
 def format_table(
     headers: Sequence[str], rows: Sequence[Sequence[Any]], left: int = 1
 ) -> list[str]:
-    """Align rows under headers: the first `left` columns left, the others right."""
-    cells = [list(headers)] + [[format_value(c) for c in row] for row in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    lines = []
-    for row in cells:
-        parts = [
-            cell.ljust(width) if i < left else cell.rjust(width)
-            for i, (cell, width) in enumerate(zip(row, widths, strict=True))
-        ]
-        lines.append((INDENT + "  ".join(parts)).rstrip())
-    return lines
+    """Align rows under headers: the first `left` columns left, the others right.
+
+    tabulate's plain layout (two spaces between columns), cells formatted by
+    format_value, every line indented.
+    """
+    import tabulate
+
+    cells = [[format_value(c) for c in row] for row in rows]
+    align = ["left" if i < left else "right" for i in range(len(headers))]
+    # no padding beyond the columns' two spaces (tabulate's documented knob)
+    padding, tabulate.MIN_PADDING = tabulate.MIN_PADDING, 0
+    try:
+        text = tabulate.tabulate(
+            cells,
+            headers=list(headers),
+            tablefmt="plain",
+            colalign=align,
+            disable_numparse=True,
+        )
+    finally:
+        tabulate.MIN_PADDING = padding
+    return [(INDENT + line).rstrip() for line in text.splitlines()]
 
 
 def _mapping_table(section: Mapping[str, Any] | None) -> list[str]:
