@@ -198,6 +198,8 @@ CASES: list[tuple[str, str, tuple[str, ...], str]] = [
     ("sweep", "--help", ("sweep", "--help=1"), "--help"),
     # tune
     ("tune", "--machine", (*TUNE, "--machine", "nosuch"), "machine 'nosuch'"),
+    ("tune", "--engine", (*TUNE, "--engine", "bogus"), "'bogus' is not one of"),
+    ("tune", "--engine", (*TUNE, "--engine", "host"), "--machine goes with"),
     ("tune", "--workload", (*TUNE, "--workload", "nosuch"), "workload 'nosuch'"),
     ("tune", "--workload", (*TUNE, "--workload", "mmap_fill:0"), "WEIGHT > 0"),
     ("tune", "--budget", (*TUNE, "--budget", "rmqueue_bulk.p98=1ms"), "unknown metric"),

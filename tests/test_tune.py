@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import pytest
 
@@ -111,3 +113,20 @@ def test_the_simplest_of_the_fastest_is_recommended():
     faster = Point({"batch": 16}, score=1.2, feasible=True)
     assert recommend([patch, kconfig, faster]) is faster
     assert recommend([]) is None
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="tuning this kernel sets its sysctls")
+def test_tune_this_kernel_sets_and_restores_its_sysctl(pcplab, tmp_path):
+    """--engine host: the sysctl knobs this kernel has, restored after."""
+    before = Path("/proc/sys/vm/percpu_pagelist_high_fraction").read_text()
+    args = ("tune", "--engine", "host", "--workload", "page_fault1", "--tasks", "1")
+    args = (*args, "--duration", "0.2", "--seeds", "1", "--plot", tmp_path / "p.png")
+    proc = pcplab(*args, "--budget", "fault.p99=1s", "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["recommendation"] is not None
+    assert set(data["recommendation"]) <= {"high_fraction"}
+    assert Path("/proc/sys/vm/percpu_pagelist_high_fraction").read_text() == before
+    refused = pcplab(*args, "--budget", "rmqueue_bulk.p99=1ms")
+    assert refused.returncode == 2
+    assert "cannot measure rmqueue_bulk.p99" in refused.stderr

@@ -61,6 +61,14 @@ class Budget:
             return None
         return entry.get(stat)
 
+    def unmeasured(self, result: dict[str, Any]) -> str | None:
+        """Say why RESULT has no such statistic at all (not just no calls)."""
+        section, name, _ = self.path.split(".")
+        if (result.get(section) or {}).get(name) is not None:
+            return None
+        reasons = result.get("unavailable") or {}
+        return reasons.get(f"{section}.{name}", "the result has no such figure")
+
     def __str__(self) -> str:
         return f"{self.name} <= {format_ns(self.limit_ns)}"
 

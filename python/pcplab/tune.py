@@ -17,6 +17,7 @@ import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pcplab import engine
@@ -39,6 +40,7 @@ class Knob:
     kernels: tuple[str, ...]  # the model generations that have it
     apply: str  # how to set it on a real kernel; {v} is the value
     developer: bool = False  # not settable without patching the kernel
+    sysctl: str | None = None  # the running kernel's knob (--engine host)
 
 
 KNOBS = (
@@ -54,6 +56,7 @@ KNOBS = (
         (DEFAULT, 64, 256, 1024),
         ("6.6", "6.18", "6.19"),
         "sysctl -w vm.percpu_pagelist_high_fraction={v}",
+        sysctl="vm.percpu_pagelist_high_fraction",
     ),
     Knob(
         "relinquish",
@@ -74,9 +77,23 @@ KNOBS = (
 )
 
 
-def knobs_for(kernel: str, names: Sequence[str] | None) -> list[Knob]:
-    """Return the knobs of KERNEL, or those NAMES picks (refusing others)."""
-    have = [k for k in KNOBS if kernel in k.kernels]
+def _has_sysctl(name: str) -> bool:
+    """Whether the running kernel has sysctl NAME (vm.x -> /proc/sys/vm/x)."""
+    return Path("/proc/sys", *name.split(".")).exists()
+
+
+def knobs_for(
+    kernel: str, names: Sequence[str] | None, engine_name: str = "sim"
+) -> list[Knob]:
+    """Return the knobs of KERNEL (the running kernel's sysctls for host).
+
+    NAMES, when given, picks among them and refuses any other.
+    """
+    if engine_name == "host":
+        kernel = "this kernel"
+        have = [k for k in KNOBS if k.sysctl and _has_sysctl(k.sysctl)]
+    else:
+        have = [k for k in KNOBS if kernel in k.kernels]
     if names is None:
         return have
     known = {k.key: k for k in have}
@@ -170,9 +187,24 @@ class Evaluator:
         """Run every setting for every workload and seed; return their Points."""
         specs = [s for keys in settings for s in self.specs(keys)]
         seeded = self.base.get("engine") == "sim"
-        results = run_specs(expand(specs, self.seeds, seeded), self.jobs, desc="tune")
+        # the host's sysctl is global: its runs go one at a time
+        jobs = 1 if self.base.get("engine") == "host" else self.jobs
+        results = run_specs(expand(specs, self.seeds, seeded), jobs, desc="tune")
+        if not self.default_ops:  # the first runs: can the budgets be told?
+            self._check_measurable(results[0])
         runs = regroup(results, self.seeds * len(self.workloads))
         return [self._point(k, r) for k, r in zip(settings, runs, strict=True)]
+
+    def _check_measurable(self, result: dict[str, Any]) -> None:
+        """Refuse a budget whose statistic this engine cannot measure."""
+        for budget in self.budgets:
+            reason = budget.unmeasured(result)
+            if reason:
+                raise BadInput(
+                    f"the {result.get('engine')} engine cannot measure "
+                    f"{budget.name} here ({reason}); give a budget it measures, "
+                    "e.g. fault.p99"
+                )
 
     def _point(self, keys: dict[str, Any], runs: list[dict[str, Any]]) -> Point:
         """Score one setting from its runs (workload by workload, seeds inner)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -10,11 +11,12 @@ import click
 
 from pcplab import engine, machines
 from pcplab.budgets import format_ns, metric_path, parse_budget
-from pcplab.cli_options import jobs_option
+from pcplab.cli_options import engine_option, jobs_option
 from pcplab.errors import BadInput
 from pcplab.inputs import AsciiIntRange, check_output_file
 from pcplab.policies import PolicyOption
 from pcplab.repeats import MAX_RUNS
+from pcplab.runs import materialize
 from pcplab.spec_keys import option
 from pcplab.tune import KNOBS, Tuning, how_to_apply, knobs_for, tune
 
@@ -144,8 +146,47 @@ def _as_json(result: Tuning, metric: str | None) -> dict[str, Any]:
     }
 
 
+def _base_spec(
+    engine_name: str,
+    machine: str | None,
+    kernel: str | None,
+    policy: str | None,
+    tasks: int | None,
+    duration: float,
+) -> dict[str, Any]:
+    """Return the spec every setting starts from, refusing what does not apply."""
+    if (engine_name == "sim") != (machine is not None):
+        raise BadInput("--machine goes with --engine sim (and sim needs it)")
+    if machine is not None:
+        machines.load_profile(machine)  # refuse a bad profile first
+    base: dict[str, Any] = {"engine": engine_name, "duration_s": duration}
+    if engine_name == "host":
+        if policy is not None or kernel is not None:
+            raise BadInput(
+                "--policy and --kernel are the model's; this kernel has its own "
+                "rules: drop them with --engine host"
+            )
+        if tasks is None:
+            raise BadInput("--engine host needs --tasks N (this kernel's tasks)")
+        if os.geteuid() != 0:
+            raise BadInput(
+                "--engine host sets this kernel's sysctls for each setting; run as "
+                "root, or tune the model (--engine sim)"
+            )
+    else:
+        base["kernel"] = kernel or "6.18"
+    optional = {"machine": machine, "tasks": tasks, "policy": policy}
+    base.update({k: v for k, v in optional.items() if v is not None})
+    return base
+
+
 @click.command("tune", short_help="The best PCP setting for a budget.", epilog=EPILOG)
-@click.option("--machine", required=True, metavar="NAME|FILE", help="Machine profile.")
+@engine_option(
+    "sim",
+    "sim: the machine profile's model; native: the model on this host's threads; "
+    "host: this kernel itself (root: its sysctls are set and restored).",
+)
+@click.option("--machine", metavar="NAME|FILE", help="Machine profile (sim).")
 @click.option(
     "--workload",
     "workloads",
@@ -169,7 +210,7 @@ def _as_json(result: Tuning, metric: str | None) -> dict[str, Any]:
     type=click.Choice([k.key for k in KNOBS]),
     help="Search only these knobs (default: every knob of the kernel).",
 )
-@option("kernel", "--kernel", default="6.18", show_default=True)
+@option("kernel", "--kernel", help="The model's kernel generation (default 6.18).")
 @option("policy", "--policy", cls=PolicyOption, metavar="P")
 @option("tasks", "--tasks", metavar="N", help="Tasks (default: one per CPU).")
 @option(
@@ -204,12 +245,13 @@ def _as_json(result: Tuning, metric: str | None) -> dict[str, Any]:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def tune_command(
-    machine: str,
+    engine_name: str,
+    machine: str | None,
     workloads: tuple[str, ...],
     budgets: tuple[str, ...],
     pareto: str | None,
     knob_names: tuple[str, ...],
-    kernel: str,
+    kernel: str | None,
     policy: str | None,
     tasks: int | None,
     duration: float,
@@ -226,20 +268,11 @@ def tune_command(
     if not parsed and pareto is None:
         raise BadInput("give a --budget METRIC=LIMIT or a --pareto METRIC to tune for")
     weights = _workloads(workloads)
-    profile = machines.load_profile(machine)  # refuse a bad profile first
-    base: dict[str, Any] = {
-        "engine": "sim",
-        "machine": machine,
-        "kernel": kernel,
-        "duration_s": duration,
-    }
-    if tasks is not None:
-        base["tasks"] = tasks
-    if policy is not None:
-        base["policy"] = policy
+    base = _base_spec(engine_name, machine, kernel, policy, tasks, duration)
     for workload in weights:  # the engine checks kernel, workload, ranges
-        engine.resolve({**base, "machine": profile, "workload": workload})
-    knobs = knobs_for(kernel, knob_names or None)
+        engine.resolve(materialize({**base, "workload": workload}))
+    kernel = base.get("kernel", "this kernel")
+    knobs = knobs_for(kernel, knob_names or None, engine_name)
     check_output_file(plot, "--plot")
     result = tune(
         base,
@@ -258,7 +291,12 @@ def tune_command(
     if as_json:
         click.echo(json.dumps(_as_json(result, metric), indent=2))
         return
-    _print(result, parsed, metric, kernel, machine, plot)
+    where = (
+        f"{machine}, kernel {kernel}"
+        if machine
+        else f"this kernel ({os.uname().release})"
+    )
+    _print(result, parsed, metric, kernel, where, plot)
 
 
 def _print(
@@ -273,7 +311,7 @@ def _print(
     rec = result.recommendation
     tried = len(result.points)
     click.echo(
-        f"pcplab tune: {machine}, kernel {kernel}, {tried} settings tried; "
+        f"pcplab tune: {machine}, {tried} settings tried; "
         f"budgets: {', '.join(map(str, budgets)) or 'none'}\n"
     )
     if rec is None:
