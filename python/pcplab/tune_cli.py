@@ -156,7 +156,9 @@ def _base_spec(
 ) -> dict[str, Any]:
     """Return the spec every setting starts from, refusing what does not apply."""
     if (engine_name == "sim") != (machine is not None):
-        raise BadInput("--machine goes with --engine sim (and sim needs it)")
+        raise BadInput(
+            "--machine goes with --engine sim; give it with sim (which needs it) only"
+        )
     if machine is not None:
         machines.load_profile(machine)  # refuse a bad profile first
     base: dict[str, Any] = {"engine": engine_name, "duration_s": duration}
@@ -167,7 +169,7 @@ def _base_spec(
                 "rules: drop them with --engine host"
             )
         if tasks is None:
-            raise BadInput("--engine host needs --tasks N (this kernel's tasks)")
+            raise BadInput("--engine host needs the tasks to run; give --tasks N")
         if os.geteuid() != 0:
             raise BadInput(
                 "--engine host sets this kernel's sysctls for each setting; run as "
