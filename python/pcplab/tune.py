@@ -109,7 +109,7 @@ def knobs_for(
 def space(knobs: Sequence[Knob]) -> list[dict[str, Any]]:
     """Return every combination of the knobs' values (DEFAULT keys left out)."""
     if not knobs:
-        raise BadInput("the search space is empty: give at least one --knob")
+        raise BadInput("the search space is empty; give at least one --knob")
     return [
         {k.key: v for k, v in zip(knobs, combo, strict=True) if v is not DEFAULT}
         for combo in itertools.product(*(k.values for k in knobs))
@@ -347,7 +347,10 @@ def tune(
     default = evaluator.evaluate([{}])[0]
     settings = evaluator.distinct(space(knobs))
     if not settings:
-        raise BadInput("the search space is empty: every setting was refused")
+        raise BadInput(
+            "the search space is empty (the engine refused every setting); "
+            "give other --knob values or workloads"
+        )
     if len(settings) <= GRID_LIMIT and trials is None:
         points = [default, *evaluator.evaluate(settings)]
     else:

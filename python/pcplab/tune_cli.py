@@ -268,7 +268,9 @@ def tune_command(
     if pareto is not None:
         metric_path(pareto)
     if not parsed and pareto is None:
-        raise BadInput("give a --budget METRIC=LIMIT or a --pareto METRIC to tune for")
+        raise BadInput(
+            "nothing to tune for; give a --budget METRIC=LIMIT or a --pareto METRIC"
+        )
     weights = _workloads(workloads)
     base = _base_spec(engine_name, machine, kernel, policy, tasks, duration)
     for workload in weights:  # the engine checks kernel, workload, ranges
