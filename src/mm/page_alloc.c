@@ -122,14 +122,11 @@ int rmqueue_bulk(struct zone *zone, unsigned int order, unsigned long count,
  * high itself grows by the refill while the zone is not below its high
  * watermark. Before v6.7 the refill is a fixed batch.
  */
-int nr_pcp_alloc(struct per_cpu_pages *pcp, struct zone *zone,
-		 unsigned int order)
+int __nr_pcp_alloc(struct per_cpu_pages *pcp, struct zone *zone,
+		   unsigned int order)
 {
 	int base = READ_ONCE(pcp->batch);
 	int high_min, high_max, high, nr, room, factor;
-
-	if (pcp_policy.ops->nr_alloc)
-		return pcp_policy.ops->nr_alloc(pcp, zone, order);
 	if (!pcp_policy.gen.high_autotune) {
 		if (!pcp_policy.gen.pcp_high_order)
 			return base;
@@ -162,6 +159,15 @@ int nr_pcp_alloc(struct per_cpu_pages *pcp, struct zone *zone,
 	if (nr > 1)
 		nr = max(nr >> order, 2);
 	return nr;
+}
+
+/* Blocks a refill of @order takes: the policy's rule, else the generation's. */
+int nr_pcp_alloc(struct per_cpu_pages *pcp, struct zone *zone,
+		 unsigned int order)
+{
+	if (pcp_policy.ops->nr_alloc)
+		return pcp_policy.ops->nr_alloc(pcp, zone, order);
+	return __nr_pcp_alloc(pcp, zone, order);
 }
 
 /* How many times this CPU has waited for zone->lock (policies' signal). */

@@ -91,6 +91,9 @@ void free_unref_folios(struct page **pages, unsigned int nr);
 /* Blocks of @order a refill takes (the generation's rule or the policy's). */
 int nr_pcp_alloc(struct per_cpu_pages *pcp, struct zone *zone,
 		 unsigned int order);
+/* The generation's rule alone, for a policy that adjusts around it. */
+int __nr_pcp_alloc(struct per_cpu_pages *pcp, struct zone *zone,
+		   unsigned int order);
 /* Move pages other CPUs freed to @pcp onto its lists (@pcp locked). */
 int pcp_absorb_remote(struct zone *zone, struct per_cpu_pages *pcp);
 int rmqueue_bulk(struct zone *zone, unsigned int order, unsigned long count,

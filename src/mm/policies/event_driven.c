@@ -18,6 +18,24 @@
  */
 #include <pcplab/mm.h>
 
+/* The step batch moves by on an event: an eighth of the zone's batch. */
+static int batch_step(const struct zone *zone)
+{
+	return max(zone->pageset_batch >> 3, 1);
+}
+
+static int event_nr_alloc(struct per_cpu_pages *pcp, struct zone *zone,
+			  unsigned int order)
+{
+	int cap = min(zone->pageset_batch << pcp_batch_scale_max(),
+		      max(READ_ONCE(pcp->high_min), zone->pageset_batch));
+	int batch = READ_ONCE(pcp->batch);
+
+	if (!order && batch < cap) /* the refill event */
+		WRITE_ONCE(pcp->batch, min(batch + batch_step(zone), cap));
+	return __nr_pcp_alloc(pcp, zone, order);
+}
+
 static int event_nr_high(struct per_cpu_pages *pcp, struct zone *zone,
 			 int batch, bool free_high)
 {
@@ -28,8 +46,11 @@ static int event_nr_high(struct per_cpu_pages *pcp, struct zone *zone,
 		return 0;
 	if (test_bit(ZONE_RECLAIM_ACTIVE, &zone->flags))
 		return min(batch << 2, high);
-	if (pcp->count >= high) /* the drain event */
+	if (pcp->count >= high) { /* the drain event */
 		high = max(high - batch, high_min);
+		WRITE_ONCE(pcp->batch,
+			   max(batch - batch_step(zone), zone->pageset_batch));
+	}
 	pcp->high = high;
 	return high;
 }
@@ -38,5 +59,5 @@ DEFINE_PCP_POLICY(event_driven, .name = "event-driven",
 		  .summary =
 			  "high grows on refills, shrinks by batch on drains; "
 			  "no time-based decay (the 2023 review)",
-		  .nr_high = event_nr_high, .no_time_decay = true,
-		  .needs_high_autotune = true);
+		  .nr_alloc = event_nr_alloc, .nr_high = event_nr_high,
+		  .no_time_decay = true, .needs_high_autotune = true);
