@@ -40,7 +40,9 @@ Optional (the default in brackets):
   tables(rows) -> dict[str, list[dict]] [{NAME: rows without list fields}]
       Its CSV and JSON files in the report folder, by file stem.
   plots(rows, out) -> list[Path] [none]
-      Write its PNG plots into the folder OUT; return their paths.
+      Write its plots into the folder OUT, each as a PNG and an SVG of the
+      same stem (pcplab.charts; docs/reports.md says what each shows);
+      return every path written.
   section(rows, cv) -> list[str] [no section]
       Its section of docs/fidelity.md, in-sample ROWS beside the left-out
       rows CV (possibly empty). An experiment with a section has published

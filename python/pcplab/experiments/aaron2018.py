@@ -20,6 +20,7 @@ from pcplab.experiments._common import (
     mode_table,
     own_name,
     profile_for,
+    reference_rows,
     run_specs,
     sim_spec,
     timing,
@@ -163,18 +164,65 @@ def tables(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     return {NAME: [with_errors(r, pairs) for r in rows]}
 
 
-def plots(rows: list[dict[str, Any]], out: Path) -> list[Path]:
-    """Plot the score and zone->lock contention against batch."""
+# Each figure of a plot: the row's key, the reference CSV's column, its name.
+SCORE = (("score", "score", "score"),)
+LOCKS = (
+    ("zone_contention", "zone_contention_pct", "zone->lock"),
+    ("lru_contention", "lru_contention_pct", "LRU lock"),
+    ("total_contention", "total_contention_pct", "total"),
+)
+
+
+def _per_machine(
+    rows: list[dict[str, Any]],
+    reference: list[dict[str, str]],
+    figures: Sequence[tuple[str, str, str]],
+    ylabel: str,
+    scale: float = 1.0,
+) -> list[charts.Panel]:
+    """Return a panel per machine: FIGURES of the model beside every published row."""
+    model = charts.grouped(rows, "machine")
+    ref = charts.grouped(reference, "machine")
     return [
-        charts.against_batch(
-            out / f"{NAME}_throughput.png",
-            rows,
+        charts.Panel(
+            machine,
+            "pcp->batch (pages)",
+            ylabel,
             [
-                ("score", "score_published", "score (pages/s)"),
-                ("zone_contention", "zone_published", "zone->lock contention %"),
+                s
+                for key, column, label in figures
+                for s in (
+                    charts.model(model.get(machine, []), "batch", key, label, scale),
+                    charts.published(
+                        ref.get(machine, []), "batch", column, label, scale
+                    ),
+                )
             ],
-            f"{NAME}: page_fault1 score and zone->lock contention",
+            xscale="log2",
+            from_zero=True,
         )
+        for machine in [*model, *(m for m in ref if m not in model)]
+    ]
+
+
+def plots(rows: list[dict[str, Any]], out: Path) -> list[Path]:
+    """Plot per machine the score, and the zone, LRU and total contention."""
+    reference = reference_rows(load_experiment(NAME)["reference"])
+    return [
+        *charts.draw(
+            charts.Figure(
+                out / f"{NAME}_throughput",
+                f"{NAME}: page_fault1 score against pcp->batch (4.18, a task per CPU)",
+                _per_machine(rows, reference, SCORE, "score (M pages/s)", 1e-6),
+            )
+        ),
+        *charts.draw(
+            charts.Figure(
+                out / f"{NAME}_contention",
+                f"{NAME}: zone->lock and LRU lock contention against pcp->batch",
+                _per_machine(rows, reference, LOCKS, "lock contention (% of CPU time)"),
+            )
+        ),
     ]
 
 

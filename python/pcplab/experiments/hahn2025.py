@@ -8,6 +8,8 @@ are reported, not fitted.
 
 from __future__ import annotations
 
+import re
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -162,21 +164,142 @@ def tables(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     return {NAME: flat, f"{NAME}_holds": holds}
 
 
-def plots(rows: list[dict[str, Any]], out: Path) -> list[Path]:
-    """Plot the zone->lock hold-time distribution of every machine and policy."""
+POLICY_AXIS = "relinquish policy"
+HOLD_AXIS = "zone->lock hold (µs, log2 buckets)"
+
+
+def _case(machine: str, args: str, width: int = 48) -> str:
+    """Return a stress-ng case's name, its machine and arguments, wrapped.
+
+    An option stays on one line with its value (a no-break space between).
+    """
+    bound = re.sub(r"(-\S+) (?!-)", "\\1\u00a0", args)
+    return textwrap.fill(f"{machine}: {bound}", width, break_on_hyphens=False)
+
+
+def _policy_bars(
+    row: dict[str, Any], key: str, ylabel: str, scale: float = 1.0
+) -> charts.Panel:
+    """Return a panel of one case: KEY_<policy> of each policy as a bar."""
+    policies = [p for p in POLICIES if f"{key}_{p}" in row]
     series = [
-        (f"{r['machine']} {policy}", r[f"hold_hist_{policy}"])
-        for r in rows
-        for policy in POLICIES
-        if r.get(f"hold_hist_{policy}")
+        charts.model(charts.placed([row], [i]), "x", f"{key}_{p}", p, scale, "bar")
+        for i, p in enumerate(policies)
     ]
-    return [
-        charts.histograms(
-            out / f"{NAME}_hold_times.png",
-            series,
-            f"{NAME}: zone->lock hold-time distribution",
-            "hold nsecs (log2 bucket)",
+    return charts.Panel(
+        _case(row["machine"], row["args"]),
+        POLICY_AXIS,
+        ylabel,
+        series,
+        xticks=charts.categories(policies),
+    )
+
+
+def _hold_histograms(row: dict[str, Any]) -> charts.Panel:
+    """Return a panel of one case: each policy's zone->lock holds per log2 bucket."""
+    series = [
+        charts.Series(
+            p,
+            *charts.log2_buckets(row[f"hold_hist_{p}"], trim=True),
+            style="steps",
+            lw=5.0 - 1.8 * i,  # equal histograms of two policies both show
         )
+        for i, p in enumerate(POLICIES)
+        if row.get(f"hold_hist_{p}")
+    ]
+    return charts.Panel(
+        _case(row["machine"], row["args"]),
+        HOLD_AXIS,
+        "zone->lock holds (count per bucket)",
+        series,
+        xscale="log",
+        yscale="log",
+    )
+
+
+def _deltas(
+    rows: list[dict[str, Any]], reference: list[dict[str, str]], compared: str
+) -> charts.Panel:
+    """Return each case's change from off: the model's policies, every published row.
+
+    The published rows compare contended with off in each of stress-ng's
+    metrics (COMPARED is the one the model's rows are); their bars are the
+    run-to-run variation the thread gives.
+    """
+    cases = {r["args"]: _case(r["machine"], r["args"], 24) for r in rows}
+    for r in reference:
+        args = r["stress_ng_args"]
+        cases.setdefault(args, _case(r["machine"], args, 24))
+    where = {args: i for i, args in enumerate(cases)}
+    spots = iter(charts.offsets(2 + len({r["metric"] for r in reference})))
+    series = []
+    for policy in POLICIES[1:]:
+        off = next(spots)
+        placed = charts.placed(rows, [where[r["args"]] + off for r in rows])
+        series.append(
+            charts.model(placed, "x", f"delta_{policy}_pct", policy, style="points")
+        )
+    for metric, group in charts.grouped(reference, "metric").items():
+        off = next(spots)
+        placed = charts.placed(group, [where[r["stress_ng_args"]] + off for r in group])
+        key = "contended" if metric == compared else f"contended, {metric}"
+        series.append(
+            charts.published(
+                placed, "x", "delta_pct", key, style="points", err="variation_pct"
+            )
+        )
+    return charts.Panel(
+        "change of each policy from off",
+        "stress-ng case",
+        "bogo ops/s change from off (%)",
+        series,
+        xticks=charts.categories(list(cases.values())),
+        zero_line=True,
+    )
+
+
+def plots(rows: list[dict[str, Any]], out: Path) -> list[Path]:
+    """Plot per case the bogo ops/s, longest hold and holds; and the deltas from off."""
+    exp = load_experiment(NAME)
+    reference = reference_rows(exp["reference"])
+    title = f"{NAME}: stress-ng vm, zone->lock relinquished in free_pcppages_bulk"
+    return [
+        *charts.draw(
+            charts.Figure(
+                out / f"{NAME}_bogo_ops",
+                f"{title}: throughput and longest hold",
+                [
+                    *(
+                        _policy_bars(r, "bogo_ops_s", "stress-ng vm (bogo ops/s)")
+                        for r in rows
+                    ),
+                    *(
+                        _policy_bars(r, "max_hold_us", "longest zone->lock hold (µs)")
+                        for r in rows
+                    ),
+                ],
+                ncols=len(rows),
+                keys=POLICIES,
+            )
+        ),
+        *charts.draw(
+            charts.Figure(
+                out / f"{NAME}_hold_times",
+                f"{title}: zone->lock holds",
+                [_hold_histograms(r) for r in rows],
+                keys=POLICIES,
+            )
+        ),
+        *charts.draw(
+            charts.Figure(
+                out / f"{NAME}_delta",
+                f"{title}: change from off",
+                [_deltas(rows, reference, exp["metric"])],
+                size=(7.5, 3.8),
+                published_note="published, contended (bars: run-to-run variation)",
+                keys=POLICIES,
+            )
+        ),
     ]
 
 

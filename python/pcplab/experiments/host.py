@@ -9,9 +9,10 @@ no published figure, so no section of docs/fidelity.md and nothing fitted.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
-from pcplab import runs
+from pcplab import charts, runs
 from pcplab.experiments._common import load_experiment, own_name
 from pcplab.memguard import mem_available_bytes
 from pcplab.render import generic_text
@@ -70,3 +71,61 @@ def run(quick: bool, workers: int, *, scheduler: Any = None) -> list[dict[str, A
 def text(rows: list[dict[str, Any]], spec: dict[str, Any]) -> str:
     """Return the rows' scalar fields as an aligned table."""
     return generic_text(rows)
+
+
+# Each panel row: the row's key, its axis label, the factor to its unit.
+FIGURES = (
+    ("pages_per_s", "throughput (M pages/s)", 1e-6),
+    ("rmqueue_bulk_avg_ns", "rmqueue_bulk average (µs)", 1e-3),
+)
+
+
+def _engine(engine: str) -> str:
+    """Return the legend key of an engine: this kernel, or the model."""
+    return "this kernel" if engine == "host" else f"model ({engine})"
+
+
+def _panel(
+    rows: list[dict[str, Any]], workload: str, figure: tuple[str, str, float]
+) -> charts.Panel:
+    """Return one figure of WORKLOAD against the high fraction, per engine."""
+    key, ylabel, scale = figure
+    fractions = sorted({r["high_fraction"] for r in rows})
+    mine = [r for r in rows if r["workload"] == workload]
+    series = [
+        charts.model(
+            charts.placed(group, [fractions.index(r["high_fraction"]) for r in group]),
+            "x",
+            key,
+            _engine(engine),
+            scale,
+        )
+        for engine, group in charts.grouped(mine, "engine").items()
+    ]
+    return charts.Panel(
+        workload,
+        "vm.percpu_pagelist_high_fraction (0: the default)",
+        ylabel,
+        series,
+        xticks=charts.categories([str(f) for f in fractions]),
+        from_zero=True,
+    )
+
+
+def plots(rows: list[dict[str, Any]], out: Path) -> list[Path]:
+    """Plot this kernel beside the model: pages/s and rmqueue_bulk per fraction."""
+    workloads = list(charts.grouped(rows, "workload"))
+    return charts.draw(
+        charts.Figure(
+            out / NAME,
+            f"{NAME}: this kernel beside the model over the high fraction",
+            [_panel(rows, w, f) for f in FIGURES for w in workloads],
+            ncols=len(workloads),
+            keys=["this kernel"],
+            notes=[
+                "this kernel's rmqueue_bulk: refill bursts of",
+                "kmem:mm_page_alloc_zone_locked where the",
+                "kernel has no kprobes (docs/host-engine.md)",
+            ],
+        )
+    )

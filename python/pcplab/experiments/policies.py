@@ -11,9 +11,10 @@ Nothing is published, so nothing is scored.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from pcplab import engine, machines
+from pcplab import charts, engine, machines
 from pcplab.experiments._common import (
     load_experiment,
     mode_table,
@@ -120,3 +121,65 @@ def text(rows: list[dict[str, Any]], spec: dict[str, Any]) -> str:
         "claiming whole pageblocks)"
     )
     return "\n".join(out)
+
+
+# The figures: (stem, title, [(row key, axis label, scale)]).
+FIGURES = (
+    (
+        "throughput",
+        "throughput and zone->lock contention",
+        [
+            ("mpages_per_s", "throughput (M pages/s)", 1.0),
+            ("zone_lock_pct", "zone->lock contention (% of CPU time)", 1.0),
+        ],
+    ),
+    (
+        "holds",
+        "the longest zone->lock hold and rmqueue_bulk's 99%",
+        [
+            ("zone_hold_max_us", "longest zone->lock hold (µs)", 1.0),
+            ("rmqueue_bulk_p99_us", "rmqueue_bulk 99th percentile (µs)", 1.0),
+        ],
+    ),
+)
+
+
+def _panel(rows: list[dict[str, Any]], machine: str, key: str, label: str) -> Any:
+    """Return one machine's panel of KEY: a bar per case and policy."""
+    mine = [r for r in rows if r["machine"] == machine]
+    cases = list(charts.grouped(mine, "case"))
+    policies = list(charts.grouped(mine, "policy"))
+    series = []
+    for policy, offset in zip(policies, charts.offsets(len(policies)), strict=True):
+        picked = [r for r in mine if r["policy"] == policy]
+        xs = [cases.index(r["case"]) + offset for r in picked]
+        bars = charts.model(charts.placed(picked, xs), "x", key, policy, style="bar")
+        bars.width = 0.8 / len(policies)
+        if any(y is not None for y in bars.ys):  # pcp-buddy calls no rmqueue_bulk
+            series.append(bars)
+    return charts.Panel(
+        machine, "case", label, series, xticks=charts.categories(cases), from_zero=True
+    )
+
+
+def plots(rows: list[dict[str, Any]], out: Path) -> list[Path]:
+    """Plot each figure of FIGURES: a panel per machine and metric."""
+    machines_ = list(charts.grouped(rows, "machine"))
+    policies = list(charts.grouped(rows, "policy"))
+    paths: list[Path] = []
+    for stem, title, metrics in FIGURES:
+        panels = [
+            _panel(rows, machine, key, label)
+            for key, label, _ in metrics
+            for machine in machines_
+        ]
+        paths += charts.draw(
+            charts.Figure(
+                out / f"{NAME}_{stem}",
+                f"{NAME}: {title}, each PCP policy",
+                panels,
+                ncols=len(machines_),
+                keys=policies,
+            )
+        )
+    return paths

@@ -63,13 +63,14 @@ def run(
     exp = load_experiment(NAME)
     rows = keep(reference_rows(exp["reference"]), only)
     published = published_histograms(exp)
+    times = timing(mode_table(exp, quick, mode))
     specs = [
         sim_spec(
             profile_for(exp, row["machine"]),
             constants,
             **exp["spec"],
             scale_max=int(row["pcp_batch_scale_max"]),
-            **timing(mode_table(exp, quick, mode)),
+            **times,
         )
         for row in rows
     ]
@@ -90,6 +91,7 @@ def run(
                 "count_published": int(row["count"]),
                 "total_published": int(row["total_ns"]),
                 "log2_hist_published": published.get(scale_max, []),
+                "duration_s": times["duration_s"],  # what count covers
             }
         )
     host = None if mode or constants else _on_this_kernel(exp, quick)
@@ -114,6 +116,7 @@ def _on_this_kernel(exp: dict[str, Any], quick: bool) -> dict[str, Any] | None:
 
     cpus = os.cpu_count() or 1
     size = max(16, int(mem_available_bytes() * host["memory_share"] / cpus) >> 20)
+    duration = host["quick_duration_s" if quick else "full_duration_s"]
     res = execute_run(
         {
             "engine": "host",
@@ -121,7 +124,7 @@ def _on_this_kernel(exp: dict[str, Any], quick: bool) -> dict[str, Any] | None:
             "tasks": cpus,
             "size_mib": size,
             "warmup_s": host["warmup_s"],
-            "duration_s": host["quick_duration_s" if quick else "full_duration_s"],
+            "duration_s": duration,
         }
     )
     lat = (res.get("latency_ns") or {}).get(exp["function"])
@@ -139,6 +142,7 @@ def _on_this_kernel(exp: dict[str, Any], quick: bool) -> dict[str, Any] | None:
         "log2_hist": lat["log2_hist"],
         "count": lat["count"],
         "total_ns": lat.get("total", lat["avg"] * lat["count"]),
+        "duration_s": duration,
     }
 
 
@@ -202,30 +206,109 @@ def tables(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
             "published", "scale_max", r["scale_max"], r["log2_hist_published"]
         )
     summary = [
-        with_errors(r, {"avg_ns": "avg_published"}) for r in rows if not r.get("host")
+        # duration_s is the plots' (calls per second); the table stays as it was.
+        {
+            k: v
+            for k, v in with_errors(r, {"avg_ns": "avg_published"}).items()
+            if k != "duration_s"
+        }
+        for r in rows
+        if not r.get("host")
     ]
     return {f"{NAME}_summary": summary, f"{NAME}_histogram": hist}
 
 
-def plots(rows: list[dict[str, Any]], out: Path) -> list[Path]:
-    """Plot the model's, the published and this kernel's histograms together."""
+BUCKETS = "{} latency (µs, log2 buckets)"  # .format(the function traced)
+SHARE = "share of calls (%)\npublished: a whole run, its length not given"
+
+
+def _key(row: dict[str, Any]) -> str:
+    """Return the legend key of a row: its scale max, or this kernel."""
+    return "this kernel" if row.get("host") else f"scale max {row['scale_max']}"
+
+
+def _calls_per_s(rows: list[dict[str, Any]], function: str) -> charts.Panel:
+    """Return the model's (and this kernel's) calls per second in each bucket."""
     series = []
     for r in rows:
-        if r.get("host"):
-            series.append((f"this kernel ({r['method']})", r["log2_hist"]))
-            continue
-        series.append((f"model, scale max {r['scale_max']}", r["log2_hist"]))
-        series.append(
-            (f"published, scale max {r['scale_max']}", r["log2_hist_published"])
-        )
-    return [
-        charts.histograms(
-            out / f"{NAME}_histogram.png",
-            series,
-            f"{NAME}: funclatency rmqueue_bulk",
-            "nsecs (log2 bucket)",
-        )
+        duration = r.get("duration_s")
+        if duration:
+            edges, calls = charts.log2_buckets(r["log2_hist"], 1 / duration)
+            series.append(charts.Series(_key(r), edges, calls, style="steps"))
+    return charts.Panel(
+        "model: calls per second",
+        BUCKETS.format(function),
+        "calls (per s, per bucket)",
+        series,
+        xscale="log",
+        yscale="log",
+    )
+
+
+def _shares(
+    rows: list[dict[str, Any]], published: dict[int, list[list[int]]], function: str
+) -> charts.Panel:
+    """Return the share of calls in each bucket: model beside every published row."""
+    series = [
+        charts.Series(_key(r), *charts.shares(r["log2_hist"]), style="steps")
+        for r in rows
     ]
+    series += [
+        charts.Series(
+            f"scale max {s}", *charts.shares(hist), published=True, style="steps"
+        )
+        for s, hist in published.items()
+    ]
+    return charts.Panel(
+        "share of calls: model and published",
+        BUCKETS.format(function),
+        SHARE,
+        series,
+        xscale="log",
+    )
+
+
+def _averages(
+    rows: list[dict[str, Any]], summary: list[dict[str, str]], function: str
+) -> charts.Panel:
+    """Return the average latency per scale max: model beside every published row."""
+    model = {_key(r): r for r in rows}
+    ref = {f"scale max {r['pcp_batch_scale_max']}": r for r in summary}
+    names = [*ref, *(k for k in model if k not in ref)]
+    series = []
+    for i, name in enumerate(names):
+        if name in model:
+            spot = charts.placed([model[name]], [i - 0.1])
+            series.append(charts.model(spot, "x", "avg_ns", name, 1e-3, "points"))
+        if name in ref:
+            spot = charts.placed([ref[name]], [i + 0.1])
+            series.append(charts.published(spot, "x", "avg_ns", name, 1e-3, "points"))
+    return charts.Panel(
+        "average",
+        "vm.pcp_batch_scale_max",
+        f"{function} average latency (µs)",
+        series,
+        yscale="log",
+        xticks=charts.categories(names),
+    )
+
+
+def plots(rows: list[dict[str, Any]], out: Path) -> list[Path]:
+    """Plot the histograms as calls per second and as shares, and the averages."""
+    exp = load_experiment(NAME)
+    function = exp["function"]
+    return charts.draw(
+        charts.Figure(
+            out / f"{NAME}_histogram",
+            f"{NAME}: funclatency {function}, {exp['title']}",
+            [
+                _calls_per_s(rows, function),
+                _shares(rows, published_histograms(exp), function),
+                _averages(rows, reference_rows(exp["reference"]), function),
+            ],
+            notes=[f"this kernel: {r['method']}" for r in rows if r.get("host")],
+        )
+    )
 
 
 def section(rows: list[dict[str, Any]], cv: list[dict[str, Any]]) -> list[str]:

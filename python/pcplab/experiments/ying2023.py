@@ -19,6 +19,7 @@ from pcplab.experiments._common import (
     mode_table,
     own_name,
     profile_for,
+    reference_rows,
     run_specs,
     sim_spec,
     timing,
@@ -136,23 +137,71 @@ def tables(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     return {NAME: [with_errors(r, pairs) for r in rows]}
 
 
+# The hold times plotted: the row's key, the reference CSV's column, the title.
+HOLDS = (
+    ("free_avg_us", "free_latency_avg_us", "free_pcppages_bulk, average"),
+    ("free_p99_us", "free_latency_p99_us", "free_pcppages_bulk, 99%"),
+    ("alloc_avg_us", "alloc_latency_avg_us", "rmqueue_bulk, average"),
+    ("alloc_p99_us", "alloc_latency_p99_us", "rmqueue_bulk, 99%"),
+)
+
+
+def _panel(
+    rows: list[dict[str, Any]],
+    ref: list[dict[str, str]],
+    figure: tuple[str, str, str],
+    ylabel: str,
+    scale: float = 1.0,
+    **axes: Any,
+) -> charts.Panel:
+    """Return one figure against batch, a colour per machine, model and published."""
+    key, column, title = figure
+    model = charts.grouped(rows, "machine")
+    published = charts.grouped(ref, "machine")
+    series = []
+    for machine in [*model, *(m for m in published if m not in model)]:
+        series.append(
+            charts.model(model.get(machine, []), "batch", key, machine, scale)
+        )
+        series.append(
+            charts.published(
+                published.get(machine, []), "batch", column, machine, scale
+            )
+        )
+    return charts.Panel(
+        title, "pcp->batch (pages)", ylabel, series, xscale="log2", **axes
+    )
+
+
 def plots(rows: list[dict[str, Any]], out: Path) -> list[Path]:
-    """Plot the throughput, and the p99 holds, against batch."""
+    """Plot the per-task throughput, and each hold's avg and 99%, against batch."""
+    ref = reference_rows(load_experiment(NAME)["reference"])
+    throughput = ("throughput", "throughput_pages_per_s", "page_fault1 per task")
+    hold = "zone->lock hold (µs)"
     return [
-        charts.against_batch(
-            out / f"{NAME}_throughput.png",
-            rows,
-            [("throughput", "throughput_published", "pages/s per task")],
-            f"{NAME}: throughput against batch",
+        *charts.draw(
+            charts.Figure(
+                out / f"{NAME}_throughput",
+                f"{NAME}: throughput against pcp->batch (high = 2 x batch)",
+                [
+                    _panel(
+                        rows,
+                        ref,
+                        throughput,
+                        "throughput (M pages/s per task)",
+                        1e-6,
+                        from_zero=True,
+                    )
+                ],
+            )
         ),
-        charts.against_batch(
-            out / f"{NAME}_p99_latency.png",
-            rows,
-            [
-                ("free_p99_us", "free_p99_published", "free_pcppages_bulk 99% us"),
-                ("alloc_p99_us", "alloc_p99_published", "rmqueue_bulk 99% us"),
-            ],
-            f"{NAME}: p99 zone->lock hold against batch",
+        *charts.draw(
+            charts.Figure(
+                out / f"{NAME}_hold_times",
+                f"{NAME}: zone->lock hold against pcp->batch (high = 2 x batch)",
+                [_panel(rows, ref, h, hold, yscale="log") for h in HOLDS],
+                ncols=2,
+            )
         ),
     ]
 
