@@ -69,11 +69,13 @@ def unprivileged() -> Iterator[list[str]]:
     if os.geteuid() != 0 or not shutil.which("setpriv") or not SYSTEM_PYTHON.exists():
         pytest.skip("needs root, setpriv and /usr/bin/python3 to drop privileges")
     import click
+    import tabulate
 
     base = Path(tempfile.mkdtemp(prefix="pcplab-nobody-"))
     try:
         shutil.copytree(Path(pcplab.__file__).parent, base / "pkgs" / "pcplab")
         shutil.copytree(Path(click.__file__).parent, base / "pkgs" / "click")
+        shutil.copytree(Path(tabulate.__file__).parent, base / "pkgs" / "tabulate")
         (base / "state").mkdir()
         for path in [base, *base.rglob("*")]:
             path.chmod(0o755)

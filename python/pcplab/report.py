@@ -34,7 +34,13 @@ def write_experiment(
     name: str, rows: list[dict[str, Any]], text: str, out: Path
 ) -> dict[str, list[Path]]:
     """Write NAME's CSV, JSON, text and plots into OUT; return them by kind."""
-    written: dict[str, list[Path]] = {"csv": [], "json": [], "png": [], "txt": []}
+    written: dict[str, list[Path]] = {
+        "csv": [],
+        "json": [],
+        "png": [],
+        "svg": [],
+        "txt": [],
+    }
     experiment = experiments.get(name)
     for table, flat in experiment.tables(rows).items():
         write_csv(out / f"{table}.csv", flat)
@@ -43,7 +49,8 @@ def write_experiment(
         written["json"].append(out / f"{table}.json")
     (out / f"{name}.txt").write_text(text + "\n")
     written["txt"].append(out / f"{name}.txt")
-    written["png"] = experiment.plots(rows, out)
+    for plot in experiment.plots(rows, out):
+        written["svg" if plot.suffix == ".svg" else "png"].append(plot)
     return written
 
 
@@ -84,7 +91,7 @@ def write_index(
             lines += [f"![{png.stem}]({png.name})", ""]
         links = [
             f"[{p.name}]({p.name})"
-            for kind in ("csv", "json", "txt")
+            for kind in ("csv", "json", "txt", "svg")
             for p in files[name][kind]
         ]
         lines += ["Files: " + ", ".join(links), ""]

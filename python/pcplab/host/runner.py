@@ -38,8 +38,9 @@ def snapshot() -> dict[str, Any]:
 
 
 def _drain(stream: IO[str], sink: list[str]) -> None:
-    """Read a pipe to its end (a thread per pipe: no deadlock on full pipes)."""
-    sink.append(stream.read())
+    """Read a pipe to its end and close it (a thread per pipe: no deadlock)."""
+    with stream:
+        sink.append(stream.read())
 
 
 def _stop_engine(proc: subprocess.Popen[str]) -> None:
