@@ -251,3 +251,12 @@ def test_no_spec_key_range_is_kept_in_python():
         if literal in path.read_text()
     ]
     assert offenders == []
+
+
+def test_the_kernel_choices_are_the_generations():
+    """The table's kernel choices are the model's generations, in order."""
+    row = spec_keys.table()["kernel"]
+    line = _refused("sim", {**BASE["sim"], "kernel": "2.6"})
+    assert line.endswith(f"known: {', '.join(row.choices)}"), line
+    for kernel in row.choices:
+        assert _accepted("sim", {**BASE["sim"], "kernel": kernel})["kernel"] == kernel

@@ -194,7 +194,7 @@ def _print_host_rows(rows: list[dict[str, Any]]) -> None:
     metavar="F",
     help="vm.percpu_pagelist_high_fraction (default 0; with --host the live value).",
 )
-@option("kernel", "--kernel", metavar="V")
+@option("kernel", "--kernel")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def pagesets(
     host: bool,
@@ -262,7 +262,7 @@ def pagesets(
 )
 @option("duration_s", "--duration", metavar="S")
 @option("warmup_s", "--warmup", metavar="S")
-@option("kernel", "--kernel", metavar="V")
+@option("kernel", "--kernel")
 @option("batch", "--batch", metavar="B")
 @option("high", "--high", metavar="H")
 @option("high_fraction", "--high-fraction", metavar="F")

@@ -101,10 +101,10 @@ struct spec_key {
 	    .def_text = "min(1, duration_s / 4)",			\
 	    .help = "Seconds run before measuring.")			\
 	KEY(kernel, NO_FIELD, NO_FIELD,					\
-	    .type = KEY_STRING, .flags = KEY_OWN_PARSE,			\
-	    .engines = ENGINES_MODEL, .def_text = "6.18",		\
-	    .allowed = "a generation of src/mm/generations.c",		\
-	    .help = "The model's kernel generation, e.g. 6.18.")	\
+	    .type = KEY_CHOICE, .flags = KEY_OWN_PARSE,			\
+	    .engines = ENGINES_MODEL, .def = 2,				\
+	    .choices = "4.18, 6.6, 6.18, 6.19", /* generations.c's */	\
+	    .help = "The model's kernel generation.")			\
 	KEY(batch, FIELD(batch), NO_FIELD,				\
 	    .type = KEY_INT, .lo = 1, .hi = 32767,			\
 	    .engines = ENGINES_MODEL, .def_text = "zone_batchsize()",	\
