@@ -352,7 +352,7 @@ def test_bad_scale_max_schedule_is_one_line(bad_input, command, schedule, proble
 def test_scale_max_schedule_needs_a_kernel_with_the_knob(bad_input, args):
     """Before v6.7 there is no pcp_batch_scale_max: the engine says so, exit 2."""
     line = bad_input(*args, "--scale-max-schedule", "0:0")
-    assert "scale_max_schedule needs kernel 6.18 or 6.19" in line
+    assert "scale_max_schedule needs kernel 6.18, 6.19" in line
 
 
 @pytest.mark.parametrize(

@@ -260,3 +260,19 @@ def test_the_kernel_choices_are_the_generations():
     assert line.endswith(f"known: {', '.join(row.choices)}"), line
     for kernel in row.choices:
         assert _accepted("sim", {**BASE["sim"], "kernel": kernel})["kernel"] == kernel
+
+
+def test_a_row_of_some_generations_is_refused_on_the_others():
+    """A row's kernels say which generations take it; the others refuse it."""
+    rows = [r for r in spec_keys.table().values() if r.kernels]
+    assert rows
+    kernels = spec_keys.table()["kernel"].choices
+    for row in rows:
+        value = [[0, 1]] if row.type == "list" else 1
+        for kernel in kernels:
+            spec = {**BASE["sim"], "kernel": kernel, row.name: value}
+            if kernel in row.kernels:
+                _accepted("sim", spec)
+            else:
+                line = _refused("sim", spec)
+                assert f"{row.name} needs kernel {', '.join(row.kernels)}" in line

@@ -42,6 +42,7 @@ class Key:
     computed: str | None = None  # the default in words, when the engine computes it
     knob: str | None = None  # the kernel's knob whose range this is
     internal: bool = False  # front end to engine only
+    kernels: tuple[str, ...] | None = None  # the generations that take it
 
     def accepts(self, value: float) -> bool:
         """Say whether VALUE is within the key's range (0 too where allowed)."""
@@ -66,6 +67,8 @@ def _key(row: dict[str, Any]) -> Key:
     """Make a Key of one row of the engines' JSON."""
     fields = {**row, "engines": tuple(row["engines"])}
     fields["choices"] = tuple(row.get("choices", ()))
+    if row.get("kernels") is not None:
+        fields["kernels"] = tuple(row["kernels"])
     return Key(**fields)
 
 
@@ -213,13 +216,22 @@ def parse_scale_max_schedule(text: str) -> list[list[float | int]]:
 def markdown() -> str:
     """Return the table as the Markdown table of docs/engine-protocol.md."""
     lines = [
-        "| key | type | engines | default | allowed | meaning |",
-        "|---|---|---|---|---|---|",
+        "| key | type | engines | kernels | default | allowed | meaning |",
+        "|---|---|---|---|---|---|---|",
     ]
     for row in table().values():
         default = row.computed or json.dumps(row.default)
         allowed = row.range_words() if row.knob else row.allowed
-        cells = [row.name, row.type, ", ".join(row.engines), default, allowed, row.help]
+        kernels = ", ".join(row.kernels) if row.kernels else "all"
+        cells = [
+            row.name,
+            row.type,
+            ", ".join(row.engines),
+            kernels,
+            default,
+            allowed,
+            row.help,
+        ]
         lines.append(
             "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
         )

@@ -173,14 +173,17 @@ static int check_knobs(const cJSON *o, const struct spec *s, char *err)
 		return fail(
 			err,
 			"high and high_fraction are exclusive; give one of them");
-	if (spec_key_value(o, SPEC_KEY_scale_max) && !s->gen->high_autotune)
-		return fail(
-			err,
-			"scale_max needs kernel 6.18 or 6.19; pcp_batch_scale_max arrived in v6.7");
-	if (s->nr_schedule && !s->gen->high_autotune)
-		return fail(
-			err,
-			"scale_max_schedule needs kernel 6.18 or 6.19; pcp_batch_scale_max arrived in v6.7");
+	/* a row's kernels: the generations that take it (spec_keys.h) */
+	for (int i = 0; i < NR_SPEC_KEYS; i++) {
+		const struct spec_key *k = &spec_keys[i];
+
+		if (!k->kernels || !spec_key_value(o, i) ||
+		    spec_key_in_kernel(i, s->gen->name) ||
+		    (i == SPEC_KEY_scale_max_schedule && !s->nr_schedule))
+			continue;
+		return fail(err, "%s needs kernel %s; %s", k->name, k->kernels,
+			    k->since ? k->since : "this generation lacks it");
+	}
 	return 0;
 }
 

@@ -408,6 +408,14 @@ static cJSON *row_json(enum spec_key_id key)
 		cJSON_AddStringToObject(row, "knob", k->knob);
 	else
 		cJSON_AddNullToObject(row, "knob");
+	if (k->kernels) {
+		choices = cJSON_AddArrayToObject(row, "kernels");
+		for (int i = 0; *choice_name(k->kernels, i, buf, sizeof(buf));
+		     i++)
+			cJSON_AddItemToArray(choices, cJSON_CreateString(buf));
+	} else {
+		cJSON_AddNullToObject(row, "kernels");
+	}
 	engines = cJSON_AddArrayToObject(row, "engines");
 	for (size_t i = 0; i < sizeof(engine_bits) / sizeof(*engine_bits); i++)
 		if (k->engines & engine_bits[i])
@@ -439,4 +447,11 @@ int spec_keys_main(void)
 	puts(text);
 	cJSON_free(text);
 	return fflush(stdout) ? 1 : 0;
+}
+
+/* Whether generation @kernel takes key @id (its row's kernels, or all). */
+bool spec_key_in_kernel(enum spec_key_id id, const char *kernel)
+{
+	return !spec_keys[id].kernels ||
+	       choice_index(spec_keys[id].kernels, kernel) >= 0;
 }

@@ -62,6 +62,9 @@ struct spec_key {
 	unsigned int engines;
 	const char *choices; /* KEY_CHOICE: "a, b, c"; in index order */
 	const char *knob; /* the kernel's knob whose range this is */
+	/* the generations that have it ("6.18, 6.19"), and since when; NULL: all */
+	const char *kernels;
+	const char *since;
 	const char *allowed; /* the allowed values in words, if not a range */
 	const char *help;
 };
@@ -123,12 +126,16 @@ struct spec_key {
 	KEY(scale_max, FIELD(scale_max), NO_FIELD,			\
 	    .type = KEY_INT, .lo = 0, .hi = 6, .def = 5,		\
 	    .engines = ENGINES_MODEL, .knob = "pcp_batch_scale_max",	\
-	    .help = "pcp_batch_scale_max (kernels 6.18, 6.19).")	\
+	    .kernels = "6.18, 6.19",					\
+	    .since = "pcp_batch_scale_max arrived in v6.7",		\
+	    .help = "pcp_batch_scale_max.")				\
 	KEY(scale_max_schedule, NO_FIELD, NO_FIELD,			\
 	    .type = KEY_LIST, .flags = KEY_OWN_PARSE,			\
 	    .engines = ENGINES_MODEL, .def_text = "none",		\
 	    .allowed = "[[t_s, value], ...]: t_s 0..86400 in time order, " \
-		       "value 0..6, at most 32 (6.18/6.19 only)",	\
+		       "value 0..6, at most 32",			\
+	    .kernels = "6.18, 6.19",					\
+	    .since = "pcp_batch_scale_max arrived in v6.7",		\
 	    .help = "Set pcp_batch_scale_max to value at t_s seconds into " \
 		    "the measured phase.")				\
 	KEY(relinquish, FIELD(relinquish), NO_FIELD,			\
@@ -253,6 +260,8 @@ void spec_key_write(cJSON *o, enum spec_key_id key,
 /* Every row, as JSON: the `keys` command of each engine. */
 cJSON *spec_keys_json(void);
 /* Print spec_keys_json() on stdout; the exit status. */
+/* Whether generation @kernel takes key @id (its row's kernels, or all). */
+bool spec_key_in_kernel(enum spec_key_id id, const char *kernel);
 int spec_keys_main(void);
 
 #endif
