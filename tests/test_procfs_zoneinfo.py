@@ -64,9 +64,7 @@ def test_fixture_parses(path: Path):
 
 def test_fixture_known_values():
     """Spot-check values of the 6.18 fixture at fraction 0 against the file."""
-    path = DATA / "6.18.44-fc-v445" / "hf0.txt"
-    if not path.exists():
-        pytest.skip("6.18.44-fc-v445 fixture not recorded")
+    path = DATA / "6.18.44-fc-v445" / "hf0.txt"  # shipped in tests/data
     zones = {z.zone: z for z in parse_zoneinfo(path.read_text())}
     assert list(zones) == ["DMA", "DMA32", "Normal", "Movable", "Device"]
     dma = zones["DMA"]
