@@ -118,13 +118,7 @@ def model(
     style: str = "line",
 ) -> Series:
     """Return the model's KEY against X, with error bars where KEY_std is given."""
-    return Series(
-        label,
-        values(rows, x),  # type: ignore[arg-type]
-        values(rows, key, scale),
-        err=spread(rows, key, scale),
-        style=style,
-    )
+    return _series(rows, x, key, label, scale, style, spread(rows, key, scale))
 
 
 def published(
@@ -140,12 +134,27 @@ def published(
 
     ERR names the column of its error bars (a published spread), if any.
     """
+    bars = None if err is None else values(rows, err, scale)
+    return _series(rows, x, key, label, scale, style, bars, published=True)
+
+
+def _series(
+    rows: Sequence[dict[str, Any]],
+    x: str,
+    key: str,
+    label: str,
+    scale: float,
+    style: str,
+    err: Sequence[float | None] | None,
+    published: bool = False,
+) -> Series:
+    """Return KEY against X of ROWS as a Series with error bars ERR."""
     return Series(
         label,
         values(rows, x),  # type: ignore[arg-type]
         values(rows, key, scale),
-        published=True,
-        err=None if err is None else values(rows, err, scale),
+        published=published,
+        err=err,
         style=style,
     )
 

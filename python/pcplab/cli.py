@@ -15,7 +15,12 @@ import click
 
 from pcplab import data, engine, machines
 from pcplab.cli_examples import EXAMPLES
-from pcplab.cli_options import engine_option, workload_option
+from pcplab.cli_options import (
+    engine_option,
+    schedule_option,
+    timing_options,
+    workload_option,
+)
 from pcplab.errors import BadInput, EngineError, InvariantViolation, PcplabError
 from pcplab.host.cli import compare, host, run_on_host
 from pcplab.inputs import (
@@ -30,7 +35,7 @@ from pcplab.policies import PolicyOption
 from pcplab.repeat_cli import emit_repeated, repeat_options
 from pcplab.repeats import run_repeated, runs_per_point
 from pcplab.reproduce import reference_option, reproduce_command
-from pcplab.spec_keys import option, parse_scale_max_schedule, schedule_help
+from pcplab.spec_keys import option, parse_scale_max_schedule
 from pcplab.summary import format_summary, format_table
 from pcplab.sweep_cli import sweep_command
 from pcplab.tune_cli import tune_command
@@ -260,19 +265,13 @@ def pagesets(
     metavar="NAME",
     help="Machine profile for --engine sim (see 'pcplab machines').",
 )
-@option("duration_s", "--duration", metavar="S")
-@option("warmup_s", "--warmup", metavar="S")
+@timing_options
 @option("kernel", "--kernel")
 @option("batch", "--batch", metavar="B")
 @option("high", "--high", metavar="H")
 @option("high_fraction", "--high-fraction", metavar="F")
 @option("scale_max", "--scale-max", metavar="S")
-@option(
-    "scale_max_schedule",
-    "--scale-max-schedule",
-    metavar="T:V[,T:V...]",
-    help=schedule_help(),
-)
+@schedule_option()
 @option("relinquish", "--relinquish")
 @option("no_free_scaling", "--no-free-scaling", is_flag=True)
 @option("memory_mib", "--memory-mib", metavar="M")

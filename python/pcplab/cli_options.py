@@ -10,7 +10,7 @@ import click
 
 from pcplab import engine
 from pcplab.inputs import AsciiIntRange
-from pcplab.spec_keys import option
+from pcplab.spec_keys import option, schedule_help
 from pcplab.workloads import WorkloadOption
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
@@ -37,6 +37,22 @@ def workload_option(engines: tuple[str, ...] = engine.KNOWN_ENGINES) -> Decorato
         engines=engines,
         required=True,
         metavar="W",
+    )
+
+
+def timing_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Add --duration and --warmup (the spec keys duration_s, warmup_s)."""
+    command = option("warmup_s", "--warmup", metavar="S")(command)
+    return option("duration_s", "--duration", metavar="S")(command)
+
+
+def schedule_option(more_help: str = "") -> Decorator:
+    """Return --scale-max-schedule T:V[,T:V...], its help the table's plus MORE_HELP."""
+    return option(
+        "scale_max_schedule",
+        "--scale-max-schedule",
+        metavar="T:V[,T:V...]",
+        help=schedule_help() + more_help,
     )
 
 

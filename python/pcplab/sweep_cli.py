@@ -10,7 +10,13 @@ import click
 
 from pcplab import engine, machines
 from pcplab.cli_examples import EXAMPLES
-from pcplab.cli_options import engine_option, jobs_option, workload_option
+from pcplab.cli_options import (
+    engine_option,
+    jobs_option,
+    schedule_option,
+    timing_options,
+    workload_option,
+)
 from pcplab.comparison import FORMATS
 from pcplab.inputs import check_output_file
 from pcplab.policies import PolicyOption
@@ -23,7 +29,7 @@ from pcplab.runs import (
     parse_param,
     run_specs,
 )
-from pcplab.spec_keys import option, schedule_help
+from pcplab.spec_keys import option
 
 
 def _metrics(result: dict[str, Any]) -> dict[str, Any]:
@@ -67,14 +73,8 @@ def _step_metrics(result: dict[str, Any]) -> dict[str, Any]:
     metavar="KEY=V1,V2",
     help="A spec key and its values; the grid is the product of all --param.",
 )
-@option("duration_s", "--duration", metavar="S")
-@option("warmup_s", "--warmup", metavar="S")
-@option(
-    "scale_max_schedule",
-    "--scale-max-schedule",
-    metavar="T:V[,T:V...]",
-    help=schedule_help(),
-)
+@timing_options
+@schedule_option()
 @jobs_option(1)
 @click.option("--scheduler", metavar="ADDRESS", help="Run on this Dask cluster.")
 @repeat_options

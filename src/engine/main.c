@@ -52,6 +52,53 @@ static bool model_runs(const char *name)
 	return find_model_workload(name);
 }
 
+/* The hooks a policy fills, by the kernel decision each replaces. */
+static cJSON *policy_decisions(const struct pcp_policy_ops *ops)
+{
+	cJSON *list = cJSON_CreateArray();
+	const struct {
+		bool set;
+		const char *what;
+	} decisions[] = {
+		{ ops->nr_alloc, "nr_pcp_alloc" },
+		{ ops->refill, "refill (rmqueue_bulk)" },
+		{ ops->nr_high, "nr_pcp_high" },
+		{ ops->nr_free, "nr_pcp_free" },
+		{ ops->zone_locked, "zone->lock found held" },
+		{ ops->free_remote, "free to another CPU" },
+		{ ops->no_time_decay, "no decay_pcp_high" },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(decisions); i++)
+		if (decisions[i].set)
+			cJSON_AddItemToArray(
+				list, cJSON_CreateString(decisions[i].what));
+	return list;
+}
+
+/* [{name, summary, decides, needs}], sorted by name: the `policies` command. */
+static cJSON *pcp_policies_json(void)
+{
+	cJSON *out = cJSON_CreateArray();
+	char names[512], *save = NULL;
+
+	snprintf(names, sizeof(names), "%s", pcp_policy_names());
+	for (char *name = strtok_r(names, ", ", &save); name;
+	     name = strtok_r(NULL, ", ", &save)) {
+		const struct pcp_policy_ops *ops = find_pcp_policy(name);
+		cJSON *o = cJSON_CreateObject();
+
+		cJSON_AddStringToObject(o, "name", ops->name);
+		cJSON_AddStringToObject(o, "summary", ops->summary);
+		cJSON_AddItemToObject(o, "decides", policy_decisions(ops));
+		cJSON_AddStringToObject(
+			o, "needs",
+			ops->needs_high_autotune ? "kernel 6.18+" : "");
+		cJSON_AddItemToArray(out, o);
+	}
+	return out;
+}
+
 static int resolve_main(const char *text)
 {
 	char err[ERRLEN];

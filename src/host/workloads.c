@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -29,6 +30,18 @@ const struct host_workload *host_find_workload(const char *name)
 		if (!strcmp((*pos)->desc->name, name))
 			return *pos;
 	return NULL;
+}
+
+/* will-it-scale's map, touch, unmap (host_workload.h). */
+int map_touch_unmap(struct host_task *t, int flags, int fd)
+{
+	char *c = mmap(NULL, t->size, PROT_READ | PROT_WRITE, flags, fd, 0);
+
+	if (c == MAP_FAILED)
+		return -errno;
+	touch_pages(t, c, t->size, 0);
+	munmap(c, t->size);
+	return 0;
 }
 
 /* u64 memory_bytes callback: @size bytes per task. */

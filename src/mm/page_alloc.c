@@ -127,6 +127,7 @@ int __nr_pcp_alloc(struct per_cpu_pages *pcp, struct zone *zone,
 {
 	int base = READ_ONCE(pcp->batch);
 	int high_min, high_max, high, nr, room, factor;
+
 	if (!pcp_policy.gen.high_autotune) {
 		if (!pcp_policy.gen.pcp_high_order)
 			return base;
@@ -170,9 +171,15 @@ int nr_pcp_alloc(struct per_cpu_pages *pcp, struct zone *zone,
 	return __nr_pcp_alloc(pcp, zone, order);
 }
 
-/* How many times this CPU has waited for zone->lock (policies' signal). */
+/*
+ * How many times this CPU has waited for zone->lock: a policy's signal
+ * that a refill or drain found it held. Read only for a policy that asks,
+ * so the generation's refill and drain paths pay nothing for it.
+ */
 static inline u64 zone_lock_waits(void)
 {
+	if (!pcp_policy.ops->zone_locked)
+		return 0;
 	return this_cpu_stats()->lock[LOCK_ZONE].contended;
 }
 

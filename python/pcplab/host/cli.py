@@ -15,14 +15,14 @@ import click
 
 from pcplab import engine
 from pcplab.cli_examples import EXAMPLES
-from pcplab.cli_options import workload_option
+from pcplab.cli_options import schedule_option, timing_options, workload_option
 from pcplab.comparison import FORMATS
 from pcplab.errors import BadInput
 from pcplab.host import lockstat, procfs, report, runner, sweep, sysctl, trace
 from pcplab.host.execute import execute_run, guard, refuse_host_scale_max_schedule
 from pcplab.inputs import AsciiIntRange, check_output_file
 from pcplab.repeat_cli import repeat_options
-from pcplab.spec_keys import option, schedule_help
+from pcplab.spec_keys import option
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 88}
 MODEL_ENGINES = ("native", "sim")
@@ -505,8 +505,7 @@ def _compare_models(
 @option(
     "tasks", "--tasks", metavar="N", help="Tasks (the host needs it; sim: one per CPU)."
 )
-@option("duration_s", "--duration", metavar="S")
-@option("warmup_s", "--warmup", metavar="S")
+@timing_options
 @option("size_mib", "--size-mib", metavar="M")
 @click.option(
     "--model",
@@ -519,11 +518,8 @@ def _compare_models(
     metavar="NAME",
     help="Machine profile for --model sim (this host's calibrated one).",
 )
-@option(
-    "scale_max_schedule",
-    "--scale-max-schedule",
-    metavar="T:V[,T:V...]",
-    help=schedule_help() + " Refused while the host engine cannot change the "
+@schedule_option(
+    " Refused while the host engine cannot change the "
     "kernel's vm.pcp_batch_scale_max (mainline kernels have none).",
 )
 @click.option(

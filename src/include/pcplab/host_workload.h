@@ -89,6 +89,12 @@ static inline unsigned int host_ops_shift(const struct host_workload *wl)
  */
 size_t touch_pages(struct host_task *t, char *base, size_t len, char value);
 
+/*
+ * will-it-scale's iteration: mmap @t->size with @flags (of @fd, or -1),
+ * write one byte per page through touch_pages(), munmap. 0 or -errno.
+ */
+int map_touch_unmap(struct host_task *t, int flags, int fd);
+
 /* Create, size and unlink the task's file of @t->size bytes (will-it-scale's
  * page_fault2/3 setup); 0 or -errno. */
 int host_task_file(struct host_task *t);

@@ -338,9 +338,6 @@ extern const struct pcp_policy_ops default_pcp_policy;
 const struct pcp_policy_ops *find_pcp_policy(const char *name);
 /* "a, b, c": every policy's name, sorted. */
 const char *pcp_policy_names(void);
-struct cJSON;
-/* [{name, summary, decides, needs}], sorted by name. */
-struct cJSON *pcp_policies_json(void);
 
 /*
  * The policy a run is configured with. pcp_batch_scale_max is the runtime

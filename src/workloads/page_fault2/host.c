@@ -5,7 +5,6 @@
  * writes one byte per page (a copy-on-write fault: a new anonymous page
  * and a copy of the page cache page) and unmaps.
  */
-#include <errno.h>
 #include <sys/mman.h>
 
 #include <pcplab/host_workload.h>
@@ -18,14 +17,7 @@ static u64 page_fault2_memory(u64 size, int tasks)
 
 static int page_fault2_iteration(struct host_task *t)
 {
-	char *c = mmap(NULL, t->size, PROT_READ | PROT_WRITE, MAP_PRIVATE,
-		       t->fd, 0);
-
-	if (c == MAP_FAILED)
-		return -errno;
-	touch_pages(t, c, t->size, 0);
-	munmap(c, t->size);
-	return 0;
+	return map_touch_unmap(t, MAP_PRIVATE, t->fd);
 }
 
 DEFINE_HOST_WORKLOAD(page_fault2, .memory_bytes = page_fault2_memory,
