@@ -28,6 +28,12 @@ def test_the_policies_are_the_files():
     assert set(NAMES) == files
     for policy in engine.list_policies():
         assert policy["summary"], policy["name"]
+    # --policy chooses from the list the build wrote; the engine prints the same
+    printed = subprocess.run(
+        [engine.engine_binary("sim"), "policies"],
+        capture_output=True, text=True, check=True, timeout=60,
+    )  # fmt: skip
+    assert list(engine.list_policies()) == json.loads(printed.stdout)
 
 
 @pytest.mark.parametrize("policy", NAMES)

@@ -60,6 +60,7 @@ def test_every_engine_lists_the_same_workloads():
         assert workload["default_size_mib"] >= 1 and workload["description"]
         # a model half runs on both model engines; the host may lack one
         assert set(MODEL_ENGINES) <= set(workload["engines"]) <= set(ALL_ENGINES)
+    # the list the build wrote beside the engines, which --workload chooses from
     assert engine.list_workloads() == tuple(lists["host"])
 
 

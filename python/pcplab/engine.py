@@ -48,9 +48,16 @@ def engine_binary(engine: str) -> Path:
 
 
 def _engine_list(command: str, engines: list[str]) -> tuple[dict[str, Any], ...]:
-    """Return what the first built of ENGINES prints for COMMAND (a JSON list)."""
+    """Return what the first built of ENGINES prints for COMMAND (a JSON list).
+
+    The build writes the list beside the engines (CMakeLists.txt), so it is
+    read from there without starting a binary where the build left it.
+    """
     if not engines:
         return ()
+    written = bin_dir() / f"{command}.json"
+    if written.is_file():
+        return tuple(json.loads(written.read_text()))
     binary = bin_dir() / f"{_PREFIX}{engines[0]}"
     proc = _spawn(binary, command, "")
     if proc.returncode:

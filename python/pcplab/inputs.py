@@ -252,3 +252,26 @@ def check_output_dir(path: str, option: str) -> Path:
             os.close(fd)
             os.unlink(probe)
     return directory
+
+
+class NameChoice(click.Choice):
+    """A Choice of names the engines list, read only when first needed.
+
+    The names (workloads, policies) belong to the engines; the build writes
+    them beside the binaries, so the CLI reads them at the first conversion
+    or help page, not at import. A wrong name gets the engines' own wording.
+    """
+
+    def __init__(self, noun: str, names: Any) -> None:
+        self.noun = noun
+        self._names = names
+        self.case_sensitive = True
+
+    @property
+    def choices(self) -> tuple[str, ...]:  # type: ignore[override]
+        """Return the names, as the engines list them."""
+        return tuple(self._names())
+
+    def get_invalid_choice_message(self, value: Any, ctx: Any) -> str:
+        """Say the name is unknown and list the known ones, in one line."""
+        return f"unknown {self.noun} '{value}'; known: {', '.join(self.choices)}"

@@ -1,8 +1,8 @@
 """The PCP policies of the model (src/mm/policies/): --policy and their list.
 
-The engines own the policies; the front end keeps no list. Their names
-are read from an engine only when a help page or `pcplab policies` shows
-them, and the engines refuse an unknown one in one line.
+The engines own the policies; the front end keeps no list but the one the
+build writes beside the engines (`_bin/policies.json`): --policy is a
+Choice of it, read when the option is converted or shown.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import click
 
 from pcplab import engine
 from pcplab.errors import EngineError
+from pcplab.inputs import NameChoice
 
 
 def policy_help() -> str:
@@ -25,8 +26,17 @@ def policy_help() -> str:
     return f"PCP policy: {names} ('pcplab policies' says what each decides)."
 
 
+def policy_names() -> list[str]:
+    """Return the names of the model's policies, sorted."""
+    return [p["name"] for p in engine.list_policies()]
+
+
 class PolicyOption(click.Option):
-    """A --policy option whose help lists the model's policies."""
+    """A --policy option: a Choice of the model's policies."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["type"] = NameChoice("policy", policy_names)
+        super().__init__(*args, **kwargs)
 
     def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
         """Fill in the help from the engines' list, then format it."""

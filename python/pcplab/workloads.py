@@ -1,9 +1,10 @@
-"""The --workload option: its help names the workloads the engines list.
+"""The --workload option: a Choice of the workloads the engines list.
 
 The engines own the workloads (src/workloads/<name>/); the front end keeps
-no list of its own. The list is read from an engine only when a help page
-shows the option, so commands that do not show it start no engine. The
-engines themselves refuse a workload they do not run, in one line.
+no list of its own but the one the build writes beside the engines
+(`_bin/workloads.json`), read when an option is converted or shown. An
+engine refuses a workload it does not run (a host-only one on sim), in one
+line.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import click
 
 from pcplab import engine
 from pcplab.errors import EngineError
+from pcplab.inputs import NameChoice
 
 
 def workload_help(engines: tuple[str, ...]) -> str:
@@ -35,9 +37,10 @@ def workload_help(engines: tuple[str, ...]) -> str:
 
 
 class WorkloadOption(click.Option):
-    """A --workload option whose help lists the workloads of its engines."""
+    """A --workload option: a Choice of the workloads, its help naming their engines."""
 
     def __init__(self, *args: Any, engines: tuple[str, ...], **kwargs: Any) -> None:
+        kwargs["type"] = NameChoice("workload", engine.workload_names)
         super().__init__(*args, **kwargs)
         self.engines = engines
 
