@@ -209,6 +209,7 @@ CASES: list[tuple[str, str, tuple[str, ...], str]] = [
     ("tune", "--knob", (*TUNE, "--kernel", "4.18", "--knob", "scale_max"), "4.18"),
     ("tune", "--kernel", (*TUNE, "--kernel", "5.0"), "'5.0' is not one of"),
     ("tune", "--policy", (*TUNE, "--policy", "x"), "unknown policy 'x'"),
+    ("tune", "--knob", (*TUNE, "--policy", "uma-lockfail", "--knob", "policy"), "one"),
     ("tune", "--tasks", (*TUNE, "--tasks", "0"), "tasks 0"),
     ("tune", "--duration", (*TUNE, "--duration", "0"), "duration_s 0"),
     ("tune", "--seeds", (*TUNE, "--seeds", "0"), "--seeds"),

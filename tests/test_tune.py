@@ -48,11 +48,37 @@ def test_bad_budgets_are_refused(text):
 def test_each_kernel_has_its_own_knobs():
     """4.18 has no pcp_batch_scale_max; its space is batch only."""
     assert [k.key for k in knobs_for("4.18", None)] == ["batch"]
-    assert {k.key for k in knobs_for("6.18", None)} == {k.key for k in KNOBS}
+    assert {k.key for k in knobs_for("6.18", None)} == {
+        k.key for k in KNOBS if not k.opt_in
+    }
     with pytest.raises(BadInput, match="unknown knob scale_max for kernel 4.18"):
         knobs_for("4.18", ["scale_max"])
     with pytest.raises(BadInput, match="empty"):
         space([])
+
+
+def test_the_policies_are_a_knob_only_when_named():
+    """--knob policy searches the engines' policies; the default set leaves it out."""
+    assert "policy" not in {k.key for k in knobs_for("6.18", None)}
+    (policy,) = knobs_for("6.18", ["policy"])
+    listed = {p["name"] for p in engine.list_policies()}
+    assert policy.values[0] is None and set(policy.values[1:]) == listed - {"default"}
+    assert policy.developer
+
+
+def test_a_budget_the_setting_stops_calling_is_not_met():
+    """No rmqueue_bulk call meets its budget only if the defaults made none either."""
+    from pcplab.tune import Evaluator, Point
+
+    budget = parse_budget("rmqueue_bulk.p99=100us")
+    evaluator = Evaluator({}, {"mmap_fill": 1.0}, [budget], seeds=1, jobs=1)
+    silent = Point(keys={"policy": "pcp-buddy"}, worst={budget.name: None})
+    evaluator.default_worst = {budget.name: 4e5}
+    assert not evaluator._holds(silent, budget)
+    evaluator.default_worst = {budget.name: None}
+    assert evaluator._holds(silent, budget)
+    fast = Point(keys={"scale_max": 0}, worst={budget.name: 3e4})
+    assert evaluator._holds(fast, budget)
 
 
 def test_the_front_is_not_dominated():

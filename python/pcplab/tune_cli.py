@@ -30,6 +30,10 @@ Examples:
       --budget zone_lock_hold.max=1ms --knob scale_max --knob relinquish
   pcplab tune --machine skylake-ex --workload page_fault1:3 \\
       --workload mmap_fill:1 --pareto rmqueue_bulk.p99 --json
+  pcplab tune --machine meta-316cpu --workload stress_vm --tasks 64 \\
+      --budget zone_lock_hold.max=1ms --knob policy --knob scale_max
+      the policies of src/mm/policies/ as one more knob: which proposal,
+      with which scale max, is fastest within the budget
 """
 
 
@@ -210,7 +214,8 @@ def _base_spec(
     "knob_names",
     multiple=True,
     type=click.Choice([k.key for k in KNOBS]),
-    help="Search only these knobs (default: every knob of the kernel).",
+    help="Search only these knobs (default: every knob of the kernel but policy, "
+    "which is searched only when named: a patch, not a setting).",
 )
 @option("kernel", "--kernel", help="The model's kernel generation (default 6.18).")
 @option("policy", "--policy", cls=PolicyOption, metavar="P")
@@ -277,6 +282,10 @@ def tune_command(
         engine.resolve(materialize({**base, "workload": workload}))
     kernel = base.get("kernel", "this kernel")
     knobs = knobs_for(kernel, knob_names or None, engine_name)
+    if policy is not None and "policy" in knob_names:
+        raise BadInput(
+            "--policy fixes the policy and --knob policy searches it; give one"
+        )
     check_output_file(plot, "--plot")
     result = tune(
         base,
