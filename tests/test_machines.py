@@ -124,6 +124,8 @@ BAD_FACTS = [
     ("mem_channels", "0", "mem_channels"),
     ("mem_mts", "50", "mem_mts"),
     ("turbo_ghz", "99.0", "turbo_ghz"),
+    ("all_core_ghz", "0.5", "all_core_ghz"),
+    ("all_core_ghz", "11.0", "all_core_ghz"),
     ("mem_gbs", "-1.0", "mem_gbs"),
     ("dram_ns", '"fast"', "dram_ns"),
     ("meltdown", "1", "meltdown"),
@@ -179,12 +181,13 @@ def test_unknown_cpu_model_and_own_constants_are_refused(tmp_path):
 
 
 def test_the_clock_turbos_with_few_busy_cores():
-    """One busy core runs at the maximum turbo, a full socket at base."""
+    """One busy core runs at the maximum turbo, a full socket at all-core turbo."""
     profile = machines.load_profile("skylake-ex")
     one = _resolve(profile, tasks=1)["topology"]["clock_ghz"]
     full = _resolve(profile)["topology"]["clock_ghz"]
     assert one == pytest.approx(profile["hardware"]["turbo_ghz"], rel=0.02)
-    assert full == pytest.approx(profile["topology"]["ghz"])
+    assert full == pytest.approx(profile["hardware"]["all_core_ghz"])
+    assert profile["topology"]["ghz"] < full < one
 
 
 def test_dram_bandwidth_caps_the_clearing_of_pages(tmp_path):
@@ -222,8 +225,8 @@ def test_spread_placement_uses_both_nodes_and_a_cpuset_confines_it():
         "machine": profile,
         "workload": "mmap_fill",
         "tasks": 10,
-        "size_mib": 256,
-        "duration_s": 0.3,
+        "size_mib": 1024,
+        "duration_s": 0.5,
         "warmup_s": 0.1,
         "placement": "spread",
     }
@@ -231,11 +234,12 @@ def test_spread_placement_uses_both_nodes_and_a_cpuset_confines_it():
     pinned = engine.run({**base, "placement": "pinned"})
     confined = engine.run({**base, "nodes": [0]})
     assert spread["spec"]["placement"] == "spread"
-    # pinned fills node 0 first (10 tasks on one node's zone), as the cpuset does
+    # pinned fills node 0 first (10 tasks on one node's zone), as the cpuset
+    # does; the kernel's average grew 1.5x confined (docs/fidelity.md)
     for one in (pinned, confined):
         assert (
             one["latency_ns"]["rmqueue_bulk"]["avg"]
-            > 1.1 * spread["latency_ns"]["rmqueue_bulk"]["avg"]
+            > 1.2 * spread["latency_ns"]["rmqueue_bulk"]["avg"]
         )
 
 
@@ -257,3 +261,4 @@ def test_builtin_profiles_name_their_cpu_where_the_reference_does():
     for name in ("skylake-ex", "broadwell-ep", "haswell-ep", "sandybridge-desktop"):
         text = machines.profile_paths()[name].read_text()
         assert "cpu_model" in tomllib.loads(text)
+

@@ -49,6 +49,7 @@ HARDWARE_NUMBERS = (
     "mem_channels",
     "mem_mts",
     "turbo_ghz",
+    "all_core_ghz",
     "mem_gbs",
 )
 HARDWARE_FLAGS = ("meltdown", "erms", "vm_guest")
@@ -74,7 +75,7 @@ LOCKS = ("queued", "ticket")
 # The facts every microarchitecture of uarch.toml gives (mem_gbs is measured).
 TABLE_FACTS = (*(k for k in HARDWARE_NUMBERS if k != "mem_gbs"), "meltdown", "erms")
 # Facts of a CPU model ([cpu."..."] in uarch.toml) that a profile may also give.
-PART_FACTS = ("llc_mb", "mem_channels", "mem_mts", "turbo_ghz")
+PART_FACTS = ("llc_mb", "mem_channels", "mem_mts", "turbo_ghz", "all_core_ghz")
 
 
 def user_dir() -> Path:
@@ -301,7 +302,7 @@ def resolve_hardware(profile: dict[str, Any]) -> dict[str, Any]:
     A profile with neither cpu_model nor [hardware] uarch gets the table's
     `generic` entry. When only the uarch is known, the LLC scales with the
     cores (its size per core is what a microarchitecture fixes) and the
-    turbo with the base clock.
+    turbos with the base clock.
     """
     given = profile.get("hardware", {})
     topo = profile.get("topology", {})
@@ -318,8 +319,12 @@ def resolve_hardware(profile: dict[str, Any]) -> dict[str, Any]:
     if isinstance(cores, int | float) and uarch.get("cores_per_socket"):
         facts["llc_mb"] = uarch["llc_mb"] * cores / uarch["cores_per_socket"]
     if isinstance(ghz, int | float) and uarch.get("ghz"):
-        facts["turbo_ghz"] = uarch["turbo_ghz"] * ghz / uarch["ghz"]
+        for clock in ("turbo_ghz", "all_core_ghz"):
+            facts[clock] = uarch[clock] * ghz / uarch["ghz"]
     facts.update({k: part[k] for k in PART_FACTS if k in part})
+    if isinstance(ghz, int | float) and "all_core_ghz" not in given:
+        # a base clock above the part's all-core turbo: the part never runs slower
+        facts["all_core_ghz"] = max(facts["all_core_ghz"], ghz)
     facts.update({k: v for k, v in given.items() if k != "uarch"})
     return {"uarch": name, **facts}
 

@@ -46,12 +46,12 @@ struct machine_key {
 
 /* [hardware]: one row per fact (the booleans are read apart). */
 static const struct machine_key hardware_keys[] = {
-	HW(llc_mb, 0.25, 4096),	 HW(llc_ns, 1, 200),
-	HW(dram_ns, 20, 1000),	 HW(remote_dram_ns, 20, 2000),
-	HW(smt_ns, 0, 200),	 HW(socket_ns, 0, 1000),
-	HW(remote_ns, 0, 2000),	 HW(mem_channels, 1, 32),
-	HW(mem_mts, 100, 20000), HW(turbo_ghz, 0.1, 10),
-	HW(mem_gbs, 0, 10000),
+	HW(llc_mb, 0.25, 4096),	   HW(llc_ns, 1, 200),
+	HW(dram_ns, 20, 1000),	   HW(remote_dram_ns, 20, 2000),
+	HW(smt_ns, 0, 200),	   HW(socket_ns, 0, 1000),
+	HW(remote_ns, 0, 2000),	   HW(mem_channels, 1, 32),
+	HW(mem_mts, 100, 20000),   HW(turbo_ghz, 0.1, 10),
+	HW(all_core_ghz, 0.1, 10), HW(mem_gbs, 0, 10000),
 };
 
 /* The global constants: one row each, with the range that makes sense. */
@@ -272,6 +272,14 @@ static int parse_hardware(const cJSON *h, char *err)
 	    get_bool(h, "erms", &hw->erms, err) ||
 	    get_bool(h, "vm_guest", &hw->vm_guest, err))
 		return -1;
+	/* a turbo below the base clock is a typo, not a machine */
+	if (hw->all_core_ghz < sim_machine.ghz) {
+		snprintf(
+			err, ERRLEN,
+			"machine profile: 'all_core_ghz' = %g is out of range; allowed %g (ghz)..10",
+			hw->all_core_ghz, sim_machine.ghz);
+		return -1;
+	}
 	return 0;
 }
 
@@ -290,8 +298,10 @@ static u64 ns_ps(double ns)
  * @size_mib, on sockets whose busiest has @busy_share of its cores busy.
  * The share of cold lines the LLC still holds depends on how many struct
  * pages (64 bytes each in the kernel) the node's tasks churn; the clock
- * falls from the maximum turbo (one core busy) to the base clock (all
- * busy) in proportion, with no constant of its own.
+ * falls from the maximum turbo (one core busy) to the all-core turbo (all
+ * busy) in proportion, with no constant of its own: a busy part runs its
+ * all-core turbo, not its base clock, which only holds under AVX or a
+ * power limit this workload does not reach.
  */
 void sim_machine_derive(const struct kernel_gen *gen, int tasks_per_node,
 			double busy_share, unsigned long size_mib)
@@ -313,7 +323,8 @@ void sim_machine_derive(const struct kernel_gen *gen, int tasks_per_node,
 	double node_bw = socket_bw * m->sockets / m->numa_nodes;
 
 	m->clock_ghz =
-		m->ghz + fmax(0, hw->turbo_ghz - m->ghz) * (1 - busy_share);
+		hw->all_core_ghz +
+		fmax(0, hw->turbo_ghz - hw->all_core_ghz) * (1 - busy_share);
 	m->miss_ns = hit * hw->llc_ns + (1 - hit) * dram;
 	if (hw->meltdown)
 		fault += k->kpti_fault_cycles;

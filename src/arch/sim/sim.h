@@ -45,7 +45,8 @@ struct sim_hardware {
 	double remote_ns; /* ... between two sockets */
 	double mem_channels; /* DRAM channels of one socket */
 	double mem_mts; /* their transfer rate, MT/s */
-	double turbo_ghz; /* the clock with one core busy (topology ghz: all) */
+	double turbo_ghz; /* the clock with one core busy */
+	double all_core_ghz; /* ... with every core busy (the turbo, not base) */
 	double mem_gbs; /* measured store bandwidth of a socket; 0: derive */
 	bool meltdown; /* KPTI on every kernel entry (Linux >= 4.15) */
 	bool erms; /* rep stosb fills lines without reading them (no RFO) */
