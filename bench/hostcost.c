@@ -6,8 +6,11 @@
  * (ping-pong of one line; half a round trip), the latency of a load that
  * hits the LLC and of one that goes to DRAM (a dependent chase through
  * lines in random order, as lmbench's lat_mem_rd does), and the store
- * bandwidth of every CPU clearing pages at once. Prints one JSON object;
- * `pcplab calibrate` turns it into a machine profile.
+ * bandwidth of every CPU clearing pages at once, and the clock under load:
+ * one CPU running a chain of dependent adds (one a cycle on every core
+ * since the P6 and on Arm's big cores) gives the turbo with one core busy,
+ * every CPU at once the all-core turbo. Prints one JSON object; `pcplab
+ * calibrate` turns it into a machine profile.
  *
  *	bench-hostcost [CPU_A CPU_B [LLC_BYTES]]
  */
@@ -143,16 +146,17 @@ static double load_ns(size_t bytes)
 	return (double)start / (double)steps;
 }
 
-struct storer {
+/* A pinned thread that works until @until and counts what it did. */
+struct worker {
 	pthread_t thread;
 	int cpu;
-	double bytes;
+	double done; /* bytes stored, or adds (cycles) run */
 	u64 until;
 };
 
 static void *store_pages(void *arg)
 {
-	struct storer *s = arg;
+	struct worker *s = arg;
 	size_t size = 64UL << 20;
 	char *buf = mmap(NULL, size, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
@@ -164,7 +168,7 @@ static void *store_pages(void *arg)
 		for (size_t off = 0; off < size; off += PAGE)
 			memset(buf + off, 0, PAGE);
 		__asm__ volatile("" : : "r"(buf) : "memory");
-		s->bytes += (double)size;
+		s->done += (double)size;
 	}
 	munmap(buf, size);
 	return NULL;
@@ -174,7 +178,7 @@ static void *store_pages(void *arg)
 static double store_gbs(void)
 {
 	int n = (int)sysconf(_SC_NPROCESSORS_ONLN);
-	struct storer *s = calloc((size_t)n, sizeof(*s));
+	struct worker *s = calloc((size_t)n, sizeof(*s));
 	u64 start = clock_monotonic_ns();
 	double bytes = 0;
 
@@ -187,10 +191,77 @@ static double store_gbs(void)
 	}
 	for (int i = 0; i < n; i++) {
 		pthread_join(s[i].thread, NULL);
-		bytes += s[i].bytes;
+		bytes += s[i].done;
 	}
 	free(s);
 	return bytes / (double)(clock_monotonic_ns() - start);
+}
+
+/* Dependent adds of one thread until @until: each waits for the last. */
+static void *add_chain(void *arg)
+{
+	struct worker *s = arg;
+	unsigned long x = 0, rounds = 0;
+
+	pin(s->cpu);
+	while (clock_monotonic_ns() < s->until) {
+		for (int i = 0; i < 1000; i++) {
+#if defined(__x86_64__) || defined(__i386__)
+			__asm__ volatile("add $1, %0\n\tadd $1, %0\n\t"
+					 "add $1, %0\n\tadd $1, %0"
+					 : "+r"(x));
+#elif defined(__aarch64__)
+			__asm__ volatile("add %0, %0, #1\n\tadd %0, %0, #1\n\t"
+					 "add %0, %0, #1\n\tadd %0, %0, #1"
+					 : "+r"(x));
+#endif
+		}
+		rounds++;
+	}
+	s->done = (double)rounds * 4000;
+	return NULL;
+}
+
+/*
+ * The clock in GHz of @n CPUs busy at once (the slowest of them), or -1
+ * where the adds are not written for this architecture. The first 100 ms
+ * let the CPUs reach their turbo before counting.
+ */
+static double clock_ghz(int n)
+{
+#if defined(__x86_64__) || defined(__i386__) || defined(__aarch64__)
+	struct worker *s = calloc((size_t)n, sizeof(*s));
+	double slowest = 0;
+
+	if (!s)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		s[i].cpu = i;
+		s[i].until = clock_monotonic_ns() + 100000000ULL;
+		pthread_create(&s[i].thread, NULL, add_chain, &s[i]);
+	}
+	for (int i = 0; i < n; i++)
+		pthread_join(s[i].thread, NULL);
+	for (int i = 0; i < n; i++) {
+		u64 start = clock_monotonic_ns();
+
+		s[i].until = start + 300000000ULL;
+		s[i].done = 0;
+		pthread_create(&s[i].thread, NULL, add_chain, &s[i]);
+	}
+	for (int i = 0; i < n; i++) {
+		double ghz;
+
+		pthread_join(s[i].thread, NULL);
+		ghz = s[i].done / 300e6;
+		slowest = i && slowest < ghz ? slowest : ghz;
+	}
+	free(s);
+	return slowest;
+#else
+	(void)n;
+	return -1;
+#endif
 }
 
 int main(int argc, char **argv)
@@ -202,8 +273,10 @@ int main(int argc, char **argv)
 	cpu_model_name(model, sizeof(model));
 	printf("{\"cpu_model\":\"%s\",\"clear_page_ns\":%.1f,"
 	       "\"copy_page_ns\":%.1f,\"line_xfer_ns\":%.1f,\"cpus\":[%d,%d],"
-	       "\"llc_ns\":%.1f,\"dram_ns\":%.1f,\"store_gbs\":%.2f}\n",
+	       "\"llc_ns\":%.1f,\"dram_ns\":%.1f,\"store_gbs\":%.2f,"
+	       "\"turbo_ghz\":%.2f,\"all_core_ghz\":%.2f}\n",
 	       model, page_op_ns(false), page_op_ns(true), line_xfer_ns(a, b),
-	       a, b, load_ns(llc / 2), load_ns(512UL << 20), store_gbs());
+	       a, b, load_ns(llc / 2), load_ns(512UL << 20), store_gbs(),
+	       clock_ghz(1), clock_ghz((int)sysconf(_SC_NPROCESSORS_ONLN)));
 	return 0;
 }

@@ -262,3 +262,19 @@ def test_builtin_profiles_name_their_cpu_where_the_reference_does():
         text = machines.profile_paths()[name].read_text()
         assert "cpu_model" in tomllib.loads(text)
 
+
+def test_calibrate_writes_a_profile_of_this_host_that_runs(pcplab, tmp_path):
+    """`pcplab calibrate` measures the facts of the schema; the sim runs them."""
+    out = tmp_path / "myhost.toml"
+    proc = pcplab("calibrate", "--out", out, "--name", "myhost", timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    profile = machines.load_profile(str(out))
+    hardware, topology = profile["hardware"], profile["topology"]
+    for fact in ("llc_ns", "dram_ns", "socket_ns", "mem_gbs"):
+        assert hardware[fact] > 0, fact
+    assert hardware["llc_ns"] < hardware["dram_ns"]
+    # the clock the adds measured: a busy socket never above one busy core
+    assert 0 < topology["ghz"] <= hardware["all_core_ghz"] <= hardware["turbo_ghz"]
+    spec = {"workload": "page_fault1", "tasks": 2, "duration_s": 0.05}
+    result = engine.run({"engine": "sim", "machine": profile, **spec})
+    assert result["throughput"]["ops_per_s"] > 0
