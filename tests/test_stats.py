@@ -42,6 +42,16 @@ def test_significance_needs_two_runs_and_a_difference():
     assert significant(Sample.of([10, 10.1, 9.9]), Sample.of([20, 20.2, 19.8]))
 
 
+def test_runs_that_agree_to_the_last_digit_warn_nothing():
+    """Near-identical runs (a maximum the seeds share) test without a warning."""
+    import warnings
+
+    a, b = [319487.0, 319487.0, 319487.00000000006], [140628.0, 150000.0, 130000.0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert significant(Sample.of(a), Sample.of(b))
+
+
 def _columns(base: dict, new: dict) -> list[dict[str, Sample]]:
     """Turn {metric: values} dicts into comparison columns."""
     return [{k: Sample.of(v) for k, v in c.items()} for c in (base, new)]
