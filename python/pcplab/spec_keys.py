@@ -156,7 +156,20 @@ def option(name: str, *decls: str, **attrs: Any) -> Callable[..., Any]:
         attrs.setdefault("help", row.help)
         if not attrs.get("is_flag") and "type" not in attrs:
             attrs["type"] = click_type(row)
+        shown = default_words(row)
+        if shown and not {"default", "required", "is_flag"} & attrs.keys():
+            # the engine fills the default (click's own would be sent as a value)
+            attrs["help"] = f"{attrs['help'].rstrip()}  Default: {shown}."
     return click.option(*decls, **attrs)
+
+
+def default_words(row: Key) -> str | None:
+    """Return ROW's default as --help shows it (None: nothing to show)."""
+    if row.computed and not row.computed.startswith(("required", "none")):
+        return row.computed
+    if row.default is None or row.default is False:
+        return None
+    return str(row.default)
 
 
 def string_keys() -> set[str]:

@@ -217,7 +217,7 @@ def _base_spec(
     help="Search only these knobs (default: every knob of the kernel but policy, "
     "which is searched only when named: a patch, not a setting).",
 )
-@option("kernel", "--kernel", help="The model's kernel generation (default 6.18).")
+@option("kernel", "--kernel", help="The model's kernel generation.")
 @option("policy", "--policy", cls=PolicyOption, metavar="P")
 @option("tasks", "--tasks", metavar="N", help="Tasks (default: one per CPU).")
 @option(
