@@ -182,48 +182,64 @@ enum pcp_stat_item {
 };
 
 /*
- * The waits of one spin_lock() call site, as `perf lock contention` groups
- * the kernel's: by caller (the function that took the lock).
+ * Functions that take locks (struct lock_caller): lock_callers_init()
+ * refuses to start if the model's spin_lock() sites name more.
+ */
+#define NR_LOCK_CALLERS 16
+
+/*
+ * One caller's acquisitions of one lock class on one CPU, and its waits as
+ * `perf lock contention` shows them: half a cache line, all an
+ * acquisition writes. The class's totals are the sums over its callers.
  */
 struct lock_caller_stat {
-	const char *caller; /* its __func__; NULL: a free slot */
-	u64 contended;
-	u64 wait_ns;
-	u64 max_wait_ns;
-};
-
-/* Call sites per lock class: the model takes each lock in at most four. */
-#define LOCK_CALLERS_MAX 6
-
-struct lock_stat {
 	u64 acquisitions;
 	u64 contended; /* acquisitions that had to wait */
 	u64 wait_ns; /* time spent spinning */
-	struct hist hold_ns; /* hold times */
-	struct lock_caller_stat callers[LOCK_CALLERS_MAX];
+	u64 max_wait_ns;
 };
 
-/*
- * Account a wait of @wait_ns for a lock that @caller took. Callers past
- * LOCK_CALLERS_MAX are counted in the lock's totals only.
- */
-static inline void lock_stat_waited(struct lock_stat *st, const char *caller,
+struct lock_stat {
+	struct lock_caller_stat callers[NR_LOCK_CALLERS]; /* by caller id */
+	/*
+	 * The order callers first waited in (1, 2, ...; 0: never): results
+	 * list callers with equal waits in the order they were first seen.
+	 */
+	u8 first_wait[NR_LOCK_CALLERS];
+	int nr_waited; /* callers that have waited */
+	struct hist hold_ns; /* hold times */
+} ____cacheline_aligned;
+
+/* Count an acquisition of a lock of @st's class by @caller. */
+static inline void lock_stat_acquired(struct lock_stat *st,
+				      const struct lock_caller *caller)
+{
+	st->callers[caller->id].acquisitions++;
+}
+
+/* Account a wait of @wait_ns for a lock of @st's class that @caller took. */
+static inline void lock_stat_waited(struct lock_stat *st,
+				    const struct lock_caller *caller,
 				    u64 wait_ns)
 {
-	st->wait_ns += wait_ns;
-	st->contended++;
-	for (int i = 0; i < LOCK_CALLERS_MAX; i++) {
-		struct lock_caller_stat *c = &st->callers[i];
+	struct lock_caller_stat *c = &st->callers[caller->id];
 
-		if (c->caller && c->caller != caller)
-			continue;
-		c->caller = caller;
-		c->contended++;
-		c->wait_ns += wait_ns;
-		if (wait_ns > c->max_wait_ns)
-			c->max_wait_ns = wait_ns;
-		return;
-	}
+	if (unlikely(!c->contended))
+		st->first_wait[caller->id] = (u8)++st->nr_waited;
+	c->contended++;
+	c->wait_ns += wait_ns;
+	if (wait_ns > c->max_wait_ns)
+		c->max_wait_ns = wait_ns;
+}
+
+/* Acquisitions of @st's class that had to wait, over all its callers. */
+static inline u64 lock_stat_contended(const struct lock_stat *st)
+{
+	u64 n = 0;
+
+	for (int i = 0; i < NR_LOCK_CALLERS; i++)
+		n += st->callers[i].contended;
+	return n;
 }
 
 enum latency_item {
