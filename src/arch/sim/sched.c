@@ -330,4 +330,5 @@ void arch_init(void)
 	sim_machine.cores_per_socket = sim_machine.nr_cpus = NR_CPUS;
 	sim_machine.ghz = 1;
 	sim_machine.smt_factor = 1;
+	sim_topology_init();
 }

@@ -139,6 +139,7 @@ struct zone {
 	s16 *pageblock_owner; /* pcp-buddy: the owning CPU per pageblock, -1 */
 	struct pglist_data *zone_pgdat;
 	enum zone_type type;
+	int node; /* zone_pgdat->node_id, one load nearer (CONFIG_NUMA) */
 	const char *name;
 } ____cacheline_aligned;
 
@@ -390,6 +391,11 @@ extern struct cpu_stats *cpu_stats; /* [2 * nr_cpu_ids]: CPUs, then sinks */
 static inline int cpu_to_node(int cpu)
 {
 	return cpu_to_node_map[cpu];
+}
+
+static inline int zone_to_nid(const struct zone *zone)
+{
+	return zone->node;
 }
 
 static inline struct per_cpu_pages *per_cpu_ptr(struct zone *zone, int cpu)
