@@ -164,7 +164,8 @@ struct pglist_data {
 
 /*
  * Per-CPU counters and histograms (vmstat-like). Each CPU writes only its
- * own; results merge them after the run.
+ * own; results merge them after the run. The items every page or batch
+ * counts come first: with cpu_stats.ops they fill its first cache line.
  */
 enum pcp_stat_item {
 	PGALLOC, /* pages handed out, either path */
@@ -173,11 +174,11 @@ enum pcp_stat_item {
 	PCP_PAGES_REFILLED,
 	PCP_DRAINS, /* free_pcppages_bulk calls */
 	PCP_PAGES_DRAINED,
+	NUMA_HIT, /* allocations served by the CPU's own node */
 	PCP_TRYLOCK_FAIL, /* pcp trylock failures (fell back to buddy) */
 	PCP_BUDDY_FALLBACK, /* single pages taken/freed under zone->lock */
 	ZONE_LOCK_RELINQUISH, /* zone->lock drops inside a free batch */
 	ALLOC_FAIL, /* allocations that found no page */
-	NUMA_HIT, /* allocations served by the CPU's own node */
 	NUMA_MISS, /* ... by another node (the local one was short) */
 	NR_PCP_STAT_ITEMS
 };
@@ -252,12 +253,18 @@ enum latency_item {
 	NR_LATENCY_ITEMS
 };
 
+/*
+ * A CPU's statistics. A simulated CPU runs a few pages at a time between
+ * switches, each time with its lines cold: what a fault counts (ops,
+ * PGALLOC, NUMA_HIT) shares the first line, and the histograms start on
+ * lines of their own.
+ */
 struct cpu_stats {
-	u64 events[NR_PCP_STAT_ITEMS];
-	struct lock_stat lock[NR_LOCK_CLASSES];
-	struct hist latency[NR_LATENCY_ITEMS];
 	u64 ops; /* workload operations */
+	u64 events[NR_PCP_STAT_ITEMS];
 	u64 busy_ns; /* time this CPU ran the workload */
+	struct lock_stat lock[NR_LOCK_CLASSES];
+	struct hist latency[NR_LATENCY_ITEMS] ____cacheline_aligned;
 } ____cacheline_aligned;
 
 /*
