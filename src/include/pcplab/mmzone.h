@@ -184,10 +184,11 @@ enum pcp_stat_item {
 };
 
 /*
- * Functions that take locks (struct lock_caller): lock_callers_init()
- * refuses to start if the model's spin_lock() sites name more.
+ * Functions that take locks (struct lock_caller), with room to spare: the
+ * model's spin_lock() sites name 14. lock_callers_init() refuses to start
+ * if they name more than this.
  */
-#define NR_LOCK_CALLERS 16
+#define NR_LOCK_CALLERS 32
 
 /*
  * One caller's acquisitions of one lock class on one CPU, and its waits as
