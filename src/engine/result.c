@@ -19,25 +19,28 @@ static const char *const lock_names[NR_LOCK_CLASSES] = {
 	"xfree_lock", "test_lock", "pcp_remote_lock",
 };
 
-/* Add @from's per-caller waits into @to's (one caller: one __func__). */
-static void merge_callers(struct lock_stat *to, const struct lock_stat *from)
+/*
+ * Add @from's acquisitions, waits and hold times into @to's. Callers new to
+ * @to take the next places in its first-wait order, in the order they
+ * first waited on @from's CPU: the merged order is that of CPU 0, then of
+ * what CPU 1 adds, and so on.
+ */
+static void merge_lock_stat(struct lock_stat *to, const struct lock_stat *from)
 {
-	for (int i = 0; i < LOCK_CALLERS_MAX && from->callers[i].caller; i++) {
-		const struct lock_caller_stat *c = &from->callers[i];
+	for (int rank = 1; rank <= from->nr_waited; rank++)
+		for (int id = 0; id < NR_LOCK_CALLERS; id++)
+			if (from->first_wait[id] == rank && !to->first_wait[id])
+				to->first_wait[id] = (u8)++to->nr_waited;
+	for (int id = 0; id < NR_LOCK_CALLERS; id++) {
+		struct lock_caller_stat *t = &to->callers[id];
+		const struct lock_caller_stat *c = &from->callers[id];
 
-		for (int j = 0; j < LOCK_CALLERS_MAX; j++) {
-			struct lock_caller_stat *t = &to->callers[j];
-
-			if (t->caller && strcmp(t->caller, c->caller))
-				continue;
-			t->caller = c->caller;
-			t->contended += c->contended;
-			t->wait_ns += c->wait_ns;
-			if (c->max_wait_ns > t->max_wait_ns)
-				t->max_wait_ns = c->max_wait_ns;
-			break;
-		}
+		t->acquisitions += c->acquisitions;
+		t->contended += c->contended;
+		t->wait_ns += c->wait_ns;
+		t->max_wait_ns = max(t->max_wait_ns, c->max_wait_ns);
 	}
+	hist_merge(&to->hold_ns, &from->hold_ns);
 }
 
 /* Sum every CPU's statistics into @total. */
@@ -49,14 +52,8 @@ void merge_cpu_stats(struct cpu_stats *total)
 
 		for (int i = 0; i < NR_PCP_STAT_ITEMS; i++)
 			total->events[i] += s->events[i];
-		for (int i = 0; i < NR_LOCK_CLASSES; i++) {
-			total->lock[i].acquisitions += s->lock[i].acquisitions;
-			total->lock[i].contended += s->lock[i].contended;
-			total->lock[i].wait_ns += s->lock[i].wait_ns;
-			hist_merge(&total->lock[i].hold_ns,
-				   &s->lock[i].hold_ns);
-			merge_callers(&total->lock[i], &s->lock[i]);
-		}
+		for (int i = 0; i < NR_LOCK_CLASSES; i++)
+			merge_lock_stat(&total->lock[i], &s->lock[i]);
 		for (int i = 0; i < NR_LATENCY_ITEMS; i++)
 			hist_merge(&total->latency[i], &s->latency[i]);
 		total->ops += s->ops;
@@ -200,22 +197,32 @@ static double pct(u64 part, double whole)
  */
 static cJSON *callers_json(const struct lock_stat *st)
 {
-	const struct lock_caller_stat *order[LOCK_CALLERS_MAX];
+	const struct lock_caller_stat *order[NR_LOCK_CALLERS];
+	const char *name[NR_LOCK_CALLERS];
 	cJSON *list = cJSON_CreateArray();
 	int n = 0;
 
-	for (int i = 0; i < LOCK_CALLERS_MAX && st->callers[i].caller; i++) {
-		int j = n++;
+	/* insertion in first-wait order: equal waits keep that order */
+	for (int rank = 1; rank <= st->nr_waited; rank++) {
+		for (int id = 0; id < NR_LOCK_CALLERS; id++) {
+			const struct lock_caller_stat *c = &st->callers[id];
+			int j;
 
-		for (; j > 0 && order[j - 1]->wait_ns < st->callers[i].wait_ns;
-		     j--)
-			order[j] = order[j - 1];
-		order[j] = &st->callers[i];
+			if (st->first_wait[id] != rank)
+				continue;
+			for (j = n++;
+			     j > 0 && order[j - 1]->wait_ns < c->wait_ns; j--) {
+				order[j] = order[j - 1];
+				name[j] = name[j - 1];
+			}
+			order[j] = c;
+			name[j] = lock_caller_name(id);
+		}
 	}
 	for (int i = 0; i < n; i++) {
 		cJSON *c = cJSON_CreateObject();
 
-		cJSON_AddStringToObject(c, "caller", order[i]->caller);
+		cJSON_AddStringToObject(c, "caller", name[i]);
 		cJSON_AddNumberToObject(c, "contended",
 					(double)order[i]->contended);
 		cJSON_AddNumberToObject(c, "total_wait_ns",
@@ -230,6 +237,19 @@ static cJSON *callers_json(const struct lock_stat *st)
 	return list;
 }
 
+/* The sums over @st's callers: acquisitions, contended, wait_ns. */
+static struct lock_caller_stat lock_totals(const struct lock_stat *st)
+{
+	struct lock_caller_stat sum = { 0 };
+
+	for (int id = 0; id < NR_LOCK_CALLERS; id++) {
+		sum.acquisitions += st->callers[id].acquisitions;
+		sum.contended += st->callers[id].contended;
+		sum.wait_ns += st->callers[id].wait_ns;
+	}
+	return sum;
+}
+
 static void add_contention(cJSON *root, const struct spec *s,
 			   const struct run_result *r)
 {
@@ -237,28 +257,29 @@ static void add_contention(cJSON *root, const struct spec *s,
 	double cpu_ns = r->duration_s * 1e9 * s->tasks;
 	cJSON *c = cJSON_AddObjectToObject(root, "contention");
 	cJSON *locks = cJSON_AddObjectToObject(root, "locks");
+	struct lock_caller_stat sum[NR_LOCK_CLASSES];
 
+	for (int i = 0; i < NR_LOCK_CLASSES; i++)
+		sum[i] = lock_totals(&t->lock[i]);
 	cJSON_AddNumberToObject(c, "zone_lock_pct",
-				pct(t->lock[LOCK_ZONE].wait_ns, cpu_ns));
+				pct(sum[LOCK_ZONE].wait_ns, cpu_ns));
 	cJSON_AddNumberToObject(c, "lru_lock_pct",
-				pct(t->lock[LOCK_LRU].wait_ns, cpu_ns));
+				pct(sum[LOCK_LRU].wait_ns, cpu_ns));
 	cJSON_AddNumberToObject(c, "mmap_lock_pct",
-				pct(t->lock[LOCK_MMAP].wait_ns, cpu_ns));
-	cJSON_AddNumberToObject(c, "total_pct",
-				pct(t->lock[LOCK_ZONE].wait_ns +
-					    t->lock[LOCK_LRU].wait_ns +
-					    t->lock[LOCK_PCP].wait_ns +
-					    t->lock[LOCK_MMAP].wait_ns,
-				    cpu_ns));
+				pct(sum[LOCK_MMAP].wait_ns, cpu_ns));
+	cJSON_AddNumberToObject(
+		c, "total_pct",
+		pct(sum[LOCK_ZONE].wait_ns + sum[LOCK_LRU].wait_ns +
+			    sum[LOCK_PCP].wait_ns + sum[LOCK_MMAP].wait_ns,
+		    cpu_ns));
 	for (int i = 0; i < NR_LOCK_CLASSES; i++) {
 		cJSON *l = cJSON_AddObjectToObject(locks, lock_names[i]);
 
 		cJSON_AddNumberToObject(l, "acquisitions",
-					(double)t->lock[i].acquisitions);
+					(double)sum[i].acquisitions);
 		cJSON_AddNumberToObject(l, "contended",
-					(double)t->lock[i].contended);
-		cJSON_AddNumberToObject(l, "wait_ns",
-					(double)t->lock[i].wait_ns);
+					(double)sum[i].contended);
+		cJSON_AddNumberToObject(l, "wait_ns", (double)sum[i].wait_ns);
 		cJSON_AddItemToObject(l, "callers", callers_json(&t->lock[i]));
 	}
 }

@@ -224,6 +224,7 @@ static int zone_init(struct zone *zone, struct pglist_data *pgdat,
 		zone->free_area[o].nr_free = 0;
 	}
 	zone->zone_pgdat = pgdat;
+	zone->node = pgdat->node_id;
 	zone->type = zd->type;
 	zone->name = zone_type_name(zd->type);
 	zone->zone_start_pfn = start_pfn;

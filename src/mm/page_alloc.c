@@ -180,7 +180,7 @@ static inline u64 zone_lock_waits(void)
 {
 	if (!pcp_policy.ops->zone_locked)
 		return 0;
-	return this_cpu_stats()->lock[LOCK_ZONE].contended;
+	return lock_stat_contended(&this_cpu_stats()->lock[LOCK_ZONE]);
 }
 
 /* Tell the policy that a refill or drain of @pcp took zone->lock. */
@@ -744,6 +744,9 @@ void free_frozen_pages(struct page *page, unsigned int order)
  */
 void free_unref_folios(struct page **pages, unsigned int nr)
 {
+	/* read once: the calls below could change it as far as C knows */
+	bool (*free_remote)(struct zone *, struct page *, unsigned int) =
+		pcp_policy.ops->free_remote;
 	struct per_cpu_pages *pcp = NULL;
 	struct zone *locked_zone = NULL;
 
@@ -753,8 +756,7 @@ void free_unref_folios(struct page **pages, unsigned int nr)
 
 		if (i + 4 < nr)
 			prefetchw(pages[i + 4]);
-		if (pcp_policy.ops->free_remote &&
-		    pcp_policy.ops->free_remote(zone, page, 0))
+		if (free_remote && free_remote(zone, page, 0))
 			continue;
 		int mt = pcp_free_migratetype(
 			get_pfnblock_migratetype(zone, page));

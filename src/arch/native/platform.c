@@ -236,7 +236,7 @@ void spin_lock_init(spinlock_t *lock, enum lock_class cls)
  * queued is the lock's contention, as LKP counts cycles in the
  * queued-spinlock slowpath, and @caller's, as perf lock contention shows.
  */
-void spin_lock_caller(spinlock_t *lock, const char *caller)
+void spin_lock_caller(spinlock_t *lock, const struct lock_caller *caller)
 {
 	struct lock_stat *st = &this_cpu_stats()->lock[lock->cls];
 	u64 waited = 0;
@@ -244,7 +244,7 @@ void spin_lock_caller(spinlock_t *lock, const char *caller)
 	if (!qlock_lock(lock, &waited))
 		lock_stat_waited(st, caller, waited);
 	lock->acquired_ns = now_ns();
-	st->acquisitions++;
+	lock_stat_acquired(st, caller);
 }
 
 /* Release @lock, recording how long it was held. */

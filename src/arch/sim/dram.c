@@ -24,10 +24,19 @@
 /* ps: when each node's channels are free */
 static u64 booked_until[MAX_NUMNODES];
 
-/* Every node's channels idle (a new run). */
+/*
+ * ps the channels are busy for a page written after 0 or 1 pages read:
+ * the machine's figures multiplied out once per run, not once per page.
+ */
+static u64 write_xfer_ps[2];
+
+/* Every node's channels idle (a new run of the derived machine). */
 void dram_init(void)
 {
 	memset(booked_until, 0, sizeof(booked_until));
+	for (int reads = 0; reads < 2; reads++)
+		write_xfer_ps[reads] = sim_machine.page_xfer_ps *
+				       (u64)(sim_machine.clear_pages + reads);
 }
 
 /*
@@ -38,13 +47,12 @@ void dram_init(void)
  */
 void dram_write_page(const struct page *page, u64 core_ps, int reads)
 {
-	int pages = sim_machine.clear_pages + reads;
 	struct vcpu_hot *v = current_vcpu;
-	int nid = page_zone(page)->zone_pgdat->node_id;
+	int nid = zone_to_nid(page_zone(page));
 	u64 *booked = &booked_until[nid];
 	u64 done = v->clock + core_ps;
 
-	*booked = max(*booked, v->clock) + sim_machine.page_xfer_ps * pages;
+	*booked = max(*booked, v->clock) + write_xfer_ps[reads];
 	if (v->id >= 0 && nid != cpu_to_node(v->id))
 		done += sim_machine.remote_page_ps;
 	if (*booked > done + DRAM_SLACK_PS)

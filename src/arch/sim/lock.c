@@ -80,7 +80,7 @@ static void steal_while_spun(struct vcpu *me, spinlock_t *lock, bool waited)
  * Take @lock at the running CPU's time, waiting in FIFO order if held;
  * @caller (the spin_lock() site) is charged with the wait.
  */
-void spin_lock_caller(spinlock_t *lock, const char *caller)
+void spin_lock_caller(spinlock_t *lock, const struct lock_caller *caller)
 {
 	struct vcpu *me = sim_current();
 	struct lock_stat *st = &this_cpu_stats()->lock[lock->cls];
@@ -122,7 +122,7 @@ void spin_lock_caller(spinlock_t *lock, const char *caller)
 	if (lock->last_cpu >= 0)
 		me->hot.clock += sim_machine.lock_pull[lock->cls][cpu_distance(
 			lock->last_cpu, me->hot.id)];
-	st->acquisitions++;
+	lock_stat_acquired(st, caller);
 }
 
 /* Release @lock at the running CPU's time, handing it to the next waiter. */

@@ -257,6 +257,7 @@ static int parse_topology(const cJSON *t, char *err)
 			m->cores_per_socket * m->sockets, m->numa_nodes);
 		return -1;
 	}
+	sim_topology_init();
 	return 0;
 }
 
@@ -515,14 +516,34 @@ int cpu_sibling(int cpu)
 	return cpu < cores ? cpu + cores : cpu_core(cpu);
 }
 
-/* How far apart two CPUs are, for cache-line transfers. */
+/* Number the core and socket of every CPU of the topology just set. */
+void sim_topology_init(void)
+{
+	for (int cpu = 0; cpu < sim_machine.nr_cpus; cpu++) {
+		sim_machine.core_of[cpu] = (u16)cpu_core(cpu);
+		sim_machine.socket_of[cpu] = (u16)cpu_socket(cpu);
+	}
+}
+
+/*
+ * How far apart two CPUs are, for cache-line transfers. The engine's own
+ * context (-1) is numbered by cpu_core() and cpu_socket() themselves.
+ */
 enum cpu_distance cpu_distance(int a, int b)
 {
+	const struct sim_machine *m = &sim_machine;
+
 	if (a == b)
 		return DIST_SAME;
-	if (cpu_core(a) == cpu_core(b))
+	if (unlikely(a < 0 || b < 0)) {
+		if (cpu_core(a) == cpu_core(b))
+			return DIST_SMT;
+		return cpu_socket(a) == cpu_socket(b) ? DIST_SOCKET
+						      : DIST_REMOTE;
+	}
+	if (m->core_of[a] == m->core_of[b])
 		return DIST_SMT;
-	if (cpu_socket(a) == cpu_socket(b))
+	if (m->socket_of[a] == m->socket_of[b])
 		return DIST_SOCKET;
 	return DIST_REMOTE;
 }

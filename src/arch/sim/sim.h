@@ -104,6 +104,14 @@ struct sim_machine {
 	u64 spin_steal
 		[NR_DIST]; /* a page's extra miss with a waiter spinning */
 	bool ticket; /* ticket lock instead of queued */
+	/*
+	 * cpu_core() and cpu_socket() of every CPU, numbered once per
+	 * profile (sim_topology_init()): cpu_distance() runs on every lock
+	 * acquisition and release, where their divisions would cost more
+	 * than the rest of the lock's bookkeeping.
+	 */
+	u16 core_of[NR_CPUS];
+	u16 socket_of[NR_CPUS];
 };
 
 extern struct sim_machine sim_machine;
@@ -118,6 +126,7 @@ int cpu_core(int cpu);
 int cpu_node_of(int cpu);
 int cpu_sibling(int cpu);
 enum cpu_distance cpu_distance(int a, int b);
+void sim_topology_init(void);
 
 /* dram.c */
 void dram_init(void);

@@ -18,6 +18,12 @@ struct hist {
 	u64 sum;
 	u64 max;
 	u64 buckets[HIST_BUCKETS];
+	/*
+	 * To a whole number of cache lines: in an array of histograms that
+	 * starts on a line, every count, sum and max then share one line,
+	 * and hist_record() touches two lines, not three.
+	 */
+	u64 __pad[5];
 };
 
 /* Bucket index of @v: exact below 16, then 16 sub-buckets per octave. */
@@ -51,5 +57,8 @@ u64 hist_percentile(const struct hist *h, double p);
 /* Counts per funclatency log2 slot (slot 1 = 0..1, slot i = 2^(i-1)..2^i-1);
  * returns the highest non-empty slot, 0 if empty. @slots has 65 entries. */
 int hist_log2(const struct hist *h, u64 slots[65]);
+
+_Static_assert(sizeof(struct hist) % 64 == 0,
+	       "a histogram is a whole number of cache lines");
 
 #endif

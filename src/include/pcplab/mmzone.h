@@ -139,6 +139,7 @@ struct zone {
 	s16 *pageblock_owner; /* pcp-buddy: the owning CPU per pageblock, -1 */
 	struct pglist_data *zone_pgdat;
 	enum zone_type type;
+	int node; /* zone_pgdat->node_id, one load nearer (CONFIG_NUMA) */
 	const char *name;
 } ____cacheline_aligned;
 
@@ -163,7 +164,8 @@ struct pglist_data {
 
 /*
  * Per-CPU counters and histograms (vmstat-like). Each CPU writes only its
- * own; results merge them after the run.
+ * own; results merge them after the run. The items every page or batch
+ * counts come first: with cpu_stats.ops they fill its first cache line.
  */
 enum pcp_stat_item {
 	PGALLOC, /* pages handed out, either path */
@@ -172,58 +174,75 @@ enum pcp_stat_item {
 	PCP_PAGES_REFILLED,
 	PCP_DRAINS, /* free_pcppages_bulk calls */
 	PCP_PAGES_DRAINED,
+	NUMA_HIT, /* allocations served by the CPU's own node */
 	PCP_TRYLOCK_FAIL, /* pcp trylock failures (fell back to buddy) */
 	PCP_BUDDY_FALLBACK, /* single pages taken/freed under zone->lock */
 	ZONE_LOCK_RELINQUISH, /* zone->lock drops inside a free batch */
 	ALLOC_FAIL, /* allocations that found no page */
-	NUMA_HIT, /* allocations served by the CPU's own node */
 	NUMA_MISS, /* ... by another node (the local one was short) */
 	NR_PCP_STAT_ITEMS
 };
 
 /*
- * The waits of one spin_lock() call site, as `perf lock contention` groups
- * the kernel's: by caller (the function that took the lock).
+ * Functions that take locks (struct lock_caller), with room to spare: the
+ * model's spin_lock() sites name 14. lock_callers_init() refuses to start
+ * if they name more than this.
+ */
+#define NR_LOCK_CALLERS 32
+
+/*
+ * One caller's acquisitions of one lock class on one CPU, and its waits as
+ * `perf lock contention` shows them: half a cache line, all an
+ * acquisition writes. The class's totals are the sums over its callers.
  */
 struct lock_caller_stat {
-	const char *caller; /* its __func__; NULL: a free slot */
-	u64 contended;
-	u64 wait_ns;
-	u64 max_wait_ns;
-};
-
-/* Call sites per lock class: the model takes each lock in at most four. */
-#define LOCK_CALLERS_MAX 6
-
-struct lock_stat {
 	u64 acquisitions;
 	u64 contended; /* acquisitions that had to wait */
 	u64 wait_ns; /* time spent spinning */
-	struct hist hold_ns; /* hold times */
-	struct lock_caller_stat callers[LOCK_CALLERS_MAX];
+	u64 max_wait_ns;
 };
 
-/*
- * Account a wait of @wait_ns for a lock that @caller took. Callers past
- * LOCK_CALLERS_MAX are counted in the lock's totals only.
- */
-static inline void lock_stat_waited(struct lock_stat *st, const char *caller,
+struct lock_stat {
+	struct lock_caller_stat callers[NR_LOCK_CALLERS]; /* by caller id */
+	/*
+	 * The order callers first waited in (1, 2, ...; 0: never): results
+	 * list callers with equal waits in the order they were first seen.
+	 */
+	u8 first_wait[NR_LOCK_CALLERS];
+	int nr_waited; /* callers that have waited */
+	struct hist hold_ns; /* hold times */
+} ____cacheline_aligned;
+
+/* Count an acquisition of a lock of @st's class by @caller. */
+static inline void lock_stat_acquired(struct lock_stat *st,
+				      const struct lock_caller *caller)
+{
+	st->callers[caller->id].acquisitions++;
+}
+
+/* Account a wait of @wait_ns for a lock of @st's class that @caller took. */
+static inline void lock_stat_waited(struct lock_stat *st,
+				    const struct lock_caller *caller,
 				    u64 wait_ns)
 {
-	st->wait_ns += wait_ns;
-	st->contended++;
-	for (int i = 0; i < LOCK_CALLERS_MAX; i++) {
-		struct lock_caller_stat *c = &st->callers[i];
+	struct lock_caller_stat *c = &st->callers[caller->id];
 
-		if (c->caller && c->caller != caller)
-			continue;
-		c->caller = caller;
-		c->contended++;
-		c->wait_ns += wait_ns;
-		if (wait_ns > c->max_wait_ns)
-			c->max_wait_ns = wait_ns;
-		return;
-	}
+	if (unlikely(!c->contended))
+		st->first_wait[caller->id] = (u8)++st->nr_waited;
+	c->contended++;
+	c->wait_ns += wait_ns;
+	if (wait_ns > c->max_wait_ns)
+		c->max_wait_ns = wait_ns;
+}
+
+/* Acquisitions of @st's class that had to wait, over all its callers. */
+static inline u64 lock_stat_contended(const struct lock_stat *st)
+{
+	u64 n = 0;
+
+	for (int i = 0; i < NR_LOCK_CALLERS; i++)
+		n += st->callers[i].contended;
+	return n;
 }
 
 enum latency_item {
@@ -235,12 +254,18 @@ enum latency_item {
 	NR_LATENCY_ITEMS
 };
 
+/*
+ * A CPU's statistics. A simulated CPU runs a few pages at a time between
+ * switches, each time with its lines cold: what a fault counts (ops,
+ * PGALLOC, NUMA_HIT) shares the first line, and the histograms start on
+ * lines of their own.
+ */
 struct cpu_stats {
-	u64 events[NR_PCP_STAT_ITEMS];
-	struct lock_stat lock[NR_LOCK_CLASSES];
-	struct hist latency[NR_LATENCY_ITEMS];
 	u64 ops; /* workload operations */
+	u64 events[NR_PCP_STAT_ITEMS];
 	u64 busy_ns; /* time this CPU ran the workload */
+	struct lock_stat lock[NR_LOCK_CLASSES];
+	struct hist latency[NR_LATENCY_ITEMS] ____cacheline_aligned;
 } ____cacheline_aligned;
 
 /*
@@ -374,6 +399,11 @@ extern struct cpu_stats *cpu_stats; /* [2 * nr_cpu_ids]: CPUs, then sinks */
 static inline int cpu_to_node(int cpu)
 {
 	return cpu_to_node_map[cpu];
+}
+
+static inline int zone_to_nid(const struct zone *zone)
+{
+	return zone->node;
 }
 
 static inline struct per_cpu_pages *per_cpu_ptr(struct zone *zone, int cpu)

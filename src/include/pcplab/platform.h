@@ -31,6 +31,7 @@
 #define PCPLAB_PLATFORM_H
 
 #include "types.h"
+#include "registry.h"
 
 #define PAGE_SHIFT 12
 #define PAGE_SIZE (1UL << PAGE_SHIFT)
@@ -68,6 +69,33 @@ enum cost_kind {
 
 struct page;
 struct cpu_stats;
+
+/*
+ * The function that takes a lock, as `perf lock contention` names callers.
+ * Every spin_lock() site has one of its own, registered in a linker
+ * section; lock_callers_init() gives the sites of one function the same
+ * @id before main() runs, so an acquisition indexes its caller's row
+ * (lock_stat.callers) instead of searching for its name.
+ */
+struct lock_caller {
+	const char *name; /* the site's __func__ */
+	int id; /* its function's row in every lock_stat */
+};
+
+/* The lock_caller of the spin_lock() site this expands in. */
+#define LOCK_CALLER()                                                \
+	({                                                           \
+		static struct lock_caller __lock_caller = {          \
+			.name = __func__                             \
+		};                                                   \
+		static struct lock_caller *const __lock_caller_entry \
+			__registry_entry(pcplab_lock_callers) =      \
+				&__lock_caller;                      \
+		&__lock_caller;                                      \
+	})
+
+/* The name of the function whose caller id is @id. */
+const char *lock_caller_name(int id);
 
 #include <arch/platform.h>
 

@@ -47,9 +47,9 @@ extern bool tsc_usable;
 extern bool native_lock_yields; /* more tasks than CPUs: see spinlock_t */
 
 void spin_lock_init(spinlock_t *lock, enum lock_class cls);
-void spin_lock_caller(spinlock_t *lock, const char *caller);
-/* spin_lock(): the taker's name is the caller perf lock contention shows. */
-#define spin_lock(lock) spin_lock_caller(lock, __func__)
+void spin_lock_caller(spinlock_t *lock, const struct lock_caller *caller);
+/* spin_lock(): charged to the taking function, as perf lock contention. */
+#define spin_lock(lock) spin_lock_caller(lock, LOCK_CALLER())
 void spin_unlock(spinlock_t *lock);
 void clear_page(struct page *page);
 void copy_page(struct page *to, const struct page *from);

@@ -48,9 +48,9 @@ typedef struct {
 } pcp_lock_t;
 
 void spin_lock_init(spinlock_t *lock, enum lock_class cls);
-void spin_lock_caller(spinlock_t *lock, const char *caller);
-/* spin_lock(): the taker's name is the caller perf lock contention shows. */
-#define spin_lock(lock) spin_lock_caller(lock, __func__)
+void spin_lock_caller(spinlock_t *lock, const struct lock_caller *caller);
+/* spin_lock(): charged to the taking function, as perf lock contention. */
+#define spin_lock(lock) spin_lock_caller(lock, LOCK_CALLER())
 void spin_unlock(spinlock_t *lock);
 bool spin_is_contended(spinlock_t *lock);
 void arch_init(void);
