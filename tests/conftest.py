@@ -67,8 +67,9 @@ def bad_input(pcplab: Runner) -> Callable[..., str]:
 def _check_schedule_5_to_0(result: dict[str, Any]) -> None:
     """Check a run with scale_max 5, 0.5 s of warm-up and 0 from 0.3 s on.
 
-    The steps add up to the run's calls, and rmqueue_bulk takes far less
-    time per call once the knob is 0 (batch instead of up to batch << 5).
+    The steps add up to the run's calls, and rmqueue_bulk is called more
+    often and takes less time per call once the knob is 0 (batch instead of
+    up to batch << 5).
     Had the schedule counted from the start of the run, the change would
     have come during the warm-up and both steps would be fast.
     """
@@ -79,7 +80,17 @@ def _check_schedule_5_to_0(result: dict[str, Any]) -> None:
         assert sum(s[name]["count"] for s in steps) == total
     before, after = (s["rmqueue_bulk"] for s in steps)
     assert before["count"] > 0 and after["count"] > 0
-    assert after["avg"] * 3 < before["avg"], steps
+    # More calls a second once the knob is 0 (~18x native, 2.5x on the
+    # sim's 8-task desktop), where a step timed from the start of the run
+    # gives ~1x. Calls are counted, not timed: a native thread preempted
+    # inside one call made the ratio of averages fall from ~12x to 2.4x
+    # under load (1 in 6 runs beside two CPU hogs); call rates only move
+    # with the throughput.
+    switch, duration = steps[1]["t_s"], result["spec"]["duration_s"]
+    rate_before = before["count"] / switch
+    rate_after = after["count"] / (duration - switch)
+    assert rate_after > 2 * rate_before, steps
+    assert after["avg"] < before["avg"], steps
 
 
 @pytest.fixture
