@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -15,6 +16,29 @@ import pytest
 # `pcplab: <what is wrong>; <what is allowed>` (docs/engine-protocol.md); the
 # front end's own lines read `pcplab: error: ...; ...`.
 BAD_INPUT_LINE = re.compile(r"^pcplab: \S.*; \S.*$")
+# Set by .ci/run: the CI machine has root, perf lock and ../shared.
+REQUIRE_ALL = os.environ.get("PCPLAB_REQUIRE_ALL") == "1"
+
+
+def require(missing: str | None) -> None:
+    """Skip the test for want of MISSING (a reason), or fail it in CI.
+
+    A developer's machine may lack root, perf or ../shared; CI's has all
+    three, so there a test that cannot run is a broken CI, not a skip.
+    """
+    if missing is None:
+        return
+    if REQUIRE_ALL:
+        pytest.fail(f"CI must run this test: {missing}")
+    pytest.skip(missing)
+
+
+def needs(missing: str | None) -> pytest.MarkDecorator:
+    """Return a skipif marker for want of MISSING that never skips in CI."""
+    return pytest.mark.skipif(
+        missing is not None and not REQUIRE_ALL, reason=missing or ""
+    )
+
 
 Runner = Callable[..., subprocess.CompletedProcess]
 

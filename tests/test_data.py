@@ -11,6 +11,7 @@ import pytest
 import tomli_w
 
 import pcplab
+from conftest import require
 from pcplab import data, experiments
 from pcplab.errors import BadInput
 
@@ -34,8 +35,12 @@ def _copies() -> list[Path]:
 @pytest.mark.parametrize("copy", _copies(), ids=str)
 def test_reference_copy_equals_shared_reference(copy: Path) -> None:
     """The package's CSVs are ../shared/reference's, byte for byte, no more."""
-    if not SHARED_REFERENCE.is_dir():
-        pytest.skip(f"{SHARED_REFERENCE} does not exist: nothing to compare with")
+    absent = not SHARED_REFERENCE.is_dir()
+    require(
+        f"{SHARED_REFERENCE} does not exist: nothing to compare with"
+        if absent
+        else None
+    )
     shared = sorted(p.name for p in SHARED_REFERENCE.glob("*.csv"))
     assert shared
     assert sorted(p.name for p in copy.glob("*.csv")) == shared

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import pcplab
+from conftest import needs, require
 from pcplab import engine
 from pcplab.host import procfs, sysctl
 
@@ -22,7 +23,7 @@ WORKLOADS = tuple(engine.workload_names("host"))  # src/workloads/*/host.c
 SHORT = ("--tasks", "2", "--duration", "1", "--warmup", "0.3", "--size-mib", "32")
 HF = Path("/proc/sys/vm/percpu_pagelist_high_fraction")
 SYSTEM_PYTHON = Path("/usr/bin/python3")
-root_only = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (CI runs as root)")
+root_only = needs(None if os.geteuid() == 0 else "needs root (CI runs as root)")
 
 
 def _json(proc: subprocess.CompletedProcess) -> dict:
@@ -66,8 +67,10 @@ def unprivileged() -> Iterator[list[str]]:
     installed package and click are copied for the system Python. The state
     directory ($PCPLAB_STATE_DIR) is one that nobody may read.
     """
-    if os.geteuid() != 0 or not shutil.which("setpriv") or not SYSTEM_PYTHON.exists():
-        pytest.skip("needs root, setpriv and /usr/bin/python3 to drop privileges")
+    able = os.geteuid() == 0 and shutil.which("setpriv") and SYSTEM_PYTHON.exists()
+    require(
+        None if able else "needs root, setpriv and /usr/bin/python3 to drop privileges"
+    )
     import click
     import tabulate
 
@@ -364,8 +367,10 @@ def test_traced_run_at_a_high_fraction(pcplab, tmp_path):
         )
     )
     assert HF.read_text() == before
-    if result["tracing"]["method"] is None:
-        pytest.skip(f"tracing unavailable here: {result['tracing']['error']}")
+    unavailable = result["tracing"]["method"] is None
+    require(
+        f"tracing unavailable: {result['tracing']['error']}" if unavailable else None
+    )
     tracing = result["tracing"]
     assert tracing["method"] == "tracefs-tracepoint"
     normal = next(p for p in result["pagesets"] if p["zone"] == "Normal")
@@ -388,8 +393,14 @@ def _pcplab_argv() -> list[str]:
     return [str(script)] if script.exists() else [shutil.which("pcplab") or "pcplab"]
 
 
+def _sweep_first() -> str:
+    """Return a first sweep value unlike the live one, so the change shows."""
+    return "900" if HF.read_text().strip() == "1000" else "1000"
+
+
 def _start_sweep(tmp_path: Path) -> subprocess.Popen:
     """Start a long sweep with a private journal; return once it changed the sysctl."""
+    first = _sweep_first()
     env = {**os.environ, "PCPLAB_STATE_DIR": str(tmp_path)}
     proc = subprocess.Popen(
         [
@@ -397,7 +408,7 @@ def _start_sweep(tmp_path: Path) -> subprocess.Popen:
             "host",
             "sweep",
             "--high-fraction",
-            "1000,100",
+            f"{first},100",
             "--workload",
             "page_fault1",
             "--tasks",
@@ -418,7 +429,7 @@ def _start_sweep(tmp_path: Path) -> subprocess.Popen:
     while time.monotonic() < deadline:
         if (
             tmp_path / sysctl.JOURNAL_NAME
-        ).exists() and HF.read_text().strip() == "1000":
+        ).exists() and HF.read_text().strip() == first:
             if _children(proc.pid):
                 return proc
         time.sleep(0.05)
@@ -453,8 +464,6 @@ def _gone(pid: int, within: float) -> bool:
 def test_sweep_restores_on_signal(tmp_path, signum):
     """SIGTERM or SIGINT: the sweep stops its engine and restores the sysctl."""
     original = HF.read_text()
-    if original.strip() == "1000":
-        pytest.skip("the sweep's first value is the live one")
     proc = _start_sweep(tmp_path)
     engine_pid = _children(proc.pid)[0]
     proc.send_signal(signum)
@@ -472,14 +481,13 @@ def test_sweep_restores_on_signal(tmp_path, signum):
 def test_sweep_killed_leaves_its_journal_for_the_next_command(tmp_path, pcplab_command):
     """SIGKILL: the journal stays, the tasks die, the next host command restores."""
     original = HF.read_text()
-    if original.strip() == "1000":
-        pytest.skip("the sweep's first value is the live one")
+    first = _sweep_first()
     proc = _start_sweep(tmp_path)
     engine_pid = _children(proc.pid)[0]
     try:
         proc.kill()
         proc.communicate(timeout=30)
-        assert HF.read_text().strip() == "1000"
+        assert HF.read_text().strip() == first
         journal = json.loads((tmp_path / sysctl.JOURNAL_NAME).read_text())
         assert journal["sysctls"] == {sysctl.HIGH_FRACTION: original.strip()}
         assert journal["pid"] == proc.pid

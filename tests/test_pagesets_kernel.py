@@ -37,6 +37,7 @@ from pathlib import Path
 import pytest
 
 import pcplab
+from conftest import needs
 from pcplab.procfs_zoneinfo import (
     ZoneInfo,
     node_cpus,
@@ -225,11 +226,12 @@ def test_engine_pagesets_match_recorded_kernel(native: Path, path: Path):
 # --- the engine against the live kernel --------------------------------------
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="writes vm sysctl: needs root")
-@pytest.mark.skipif(not SYSCTL.exists(), reason=f"{SYSCTL} absent")
-@pytest.mark.skipif(
-    _release_tuple(os.uname().release) < (6, 7),
-    reason="this kernel predates high_min/high_max (6.7): nothing to compare",
+@needs(None if os.geteuid() == 0 else "writes vm sysctl: needs root")
+@needs(None if SYSCTL.exists() else f"{SYSCTL} absent")
+@needs(
+    "this kernel predates high_min/high_max (6.7): nothing to compare"
+    if _release_tuple(os.uname().release) < (6, 7)
+    else None
 )
 def test_engine_pagesets_match_live_kernel(native: Path):
     """Set a few fractions on this host; the engine matches each; restore."""

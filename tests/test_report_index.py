@@ -14,6 +14,7 @@ import pytest
 import tomli_w
 
 import pcplab
+from conftest import needs
 from pcplab import data
 
 CHROMIUM = shutil.which("chromium-headless-shell") or shutil.which("chromium")
@@ -87,9 +88,10 @@ def test_the_html_page_is_self_contained(report):
     assert "<h2>Verdict</h2>" in page and "<table>" in page
 
 
-@pytest.mark.skipif(
-    CHROMIUM is None,
-    reason="no headless Chromium here (Debian: apt install chromium-headless-shell)",
+@needs(
+    "no headless Chromium here (Debian: apt install chromium-headless-shell)"
+    if CHROMIUM is None
+    else None
 )
 def test_a_browser_shows_the_page(report, tmp_path):
     """Headless Chromium renders the page and decodes every image."""

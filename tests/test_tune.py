@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import needs
 from pcplab import engine, machines
 from pcplab.budgets import parse_budget
 from pcplab.errors import BadInput
@@ -141,7 +142,7 @@ def test_the_simplest_of_the_fastest_is_recommended():
     assert recommend([]) is None
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="tuning this kernel sets its sysctls")
+@needs(None if os.geteuid() == 0 else "tuning this kernel sets its sysctls")
 def test_tune_this_kernel_sets_and_restores_its_sysctl(pcplab, tmp_path):
     """--engine host: the sysctl knobs this kernel has, restored after."""
     before = Path("/proc/sys/vm/percpu_pagelist_high_fraction").read_text()

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import needs
 from pcplab import engine, machines
 from pcplab.errors import BadInput
 
@@ -18,8 +19,8 @@ WORKLOAD_DIRS = ROOT / "src" / "workloads"
 MODEL_ENGINES = ("native", "sim")
 ALL_ENGINES = (*MODEL_ENGINES, "host")
 DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
-in_source_tree = pytest.mark.skipif(
-    not WORKLOAD_DIRS.is_dir(), reason="needs the source tree (../src)"
+in_source_tree = needs(
+    None if WORKLOAD_DIRS.is_dir() else "needs the source tree (../src)"
 )
 
 
