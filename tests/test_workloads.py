@@ -54,9 +54,12 @@ def test_every_engine_lists_the_same_workloads():
             "name",
             "description",
             "default_size_mib",
+            "default_tasks",
+            "placement",
             "ops",
             "engines",
         }
+        assert workload["placement"] in ("pinned", "spread")
         assert workload["ops"] in ("pages", "bogo_ops", "lock_acquisitions")
         assert workload["default_size_mib"] >= 1 and workload["description"]
         # a model half runs on both model engines; the host may lack one
@@ -147,6 +150,36 @@ def _spec(engine_name: str, workload: str) -> dict:
     if engine_name == "sim":
         spec["machine"] = machines.load_profile("small-36cpu")
     return spec
+
+
+@pytest.mark.parametrize("engine_name", ALL_ENGINES)
+def test_a_spec_without_tasks_runs_as_the_workload_says(engine_name, tmp_path):
+    """No tasks or placement: the workload's own, capped at the CPUs.
+
+    A thread's reproducer runs as the thread ran it; a given value wins.
+    """
+    board = tmp_path / "board.toml"
+    board.write_text(
+        "[topology]\nsockets = 1\nnuma_nodes = 1\ncores_per_socket = 1\n"
+        "smt = 1\nghz = 1.1\nmemory_gb = 1\n"
+    )
+    small = machines.load_profile(str(board))
+    for workload in engine.list_workloads():
+        if engine_name not in workload["engines"] or not workload["default_tasks"]:
+            continue
+        spec = _spec(engine_name, workload["name"])
+        del spec["tasks"]
+        spec["size_mib"] = 1
+        resolved = engine.resolve(spec)
+        assert resolved["tasks"] == workload["default_tasks"] > 1
+        assert resolved["placement"] == workload["placement"]
+        pinned = engine.resolve({**spec, "tasks": 2, "placement": "pinned"})
+        assert (pinned["tasks"], pinned["placement"]) == (2, "pinned")
+        if engine_name == "sim":
+            assert engine.resolve({**spec, "machine": small})["tasks"] == 1
+    assert [w["name"] for w in engine.list_workloads() if w["default_tasks"]] == [
+        "mmap_fill"
+    ]
 
 
 @pytest.mark.parametrize("engine_name", ALL_ENGINES)

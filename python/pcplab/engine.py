@@ -73,9 +73,10 @@ def _engine_list(command: str, engines: list[str]) -> tuple[dict[str, Any], ...]
 def list_workloads() -> tuple[dict[str, Any], ...]:
     """Return the workloads the engines know, as `pcplab-<engine> workloads` lists them.
 
-    Each is {name, description, default_size_mib, ops, engines}, sorted by
-    name. Every engine links every workload's descriptor, so any built
-    engine gives the same list; none built gives an empty one.
+    Each is {name, description, default_size_mib, default_tasks, placement,
+    ops, engines}, sorted by name. Every engine links every workload's
+    descriptor, so any built engine gives the same list; none built gives
+    an empty one.
     """
     return _engine_list("workloads", built_engines())
 

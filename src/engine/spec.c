@@ -187,10 +187,25 @@ static int check_knobs(const cJSON *o, const struct spec *s, char *err)
 	return 0;
 }
 
+/*
+ * The workload's own tasks and placement where the spec names none: a
+ * thread's reproducer runs as the thread ran it, capped at the CPUs.
+ */
+static long long workload_default_tasks(const cJSON *o, struct spec *s)
+{
+	const struct workload *wl = find_workload(s->workload);
+
+	if (!spec_key_value(o, SPEC_KEY_placement))
+		s->spread = wl->unpinned;
+	if (!wl->default_tasks)
+		return engine_default_tasks(s);
+	return min(wl->default_tasks, engine_max_tasks(s));
+}
+
 /* Tasks (at most the engine's CPUs) and the defaults that depend on others. */
 static int parse_sizes(const cJSON *o, struct spec *s, char *err)
 {
-	long long tasks = engine_default_tasks(s);
+	long long tasks = workload_default_tasks(o, s);
 	char range[128];
 
 	if (spec_key_int(o, SPEC_KEY_tasks, engine_max_tasks(s), &tasks, err))

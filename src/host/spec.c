@@ -55,14 +55,19 @@ static int parse_names(const cJSON *o, struct host_spec *s, char *err)
 	return 0;
 }
 
-/* Tasks (required), and the defaults that depend on others. */
+/*
+ * Tasks (required, unless the workload is a thread's reproducer with its
+ * own), and the defaults that depend on others.
+ */
 static int parse_sizes(const cJSON *o, struct host_spec *s, char *err)
 {
 	double max_tasks = spec_keys[SPEC_KEY_tasks].hi;
-	long long tasks = 0;
+	long long tasks = s->wl->desc->default_tasks;
 	char range[128];
 
-	if (!spec_key_value(o, SPEC_KEY_tasks))
+	if (!spec_key_value(o, SPEC_KEY_placement))
+		s->spread = s->wl->desc->unpinned;
+	if (!tasks && !spec_key_value(o, SPEC_KEY_tasks))
 		return fail(err, "tasks is required; %s",
 			    spec_key_range(SPEC_KEY_tasks, max_tasks, range,
 					   sizeof(range)));

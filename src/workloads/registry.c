@@ -124,6 +124,12 @@ static cJSON *workload_json(const struct workload *wl)
 	cJSON_AddStringToObject(o, "description", wl->description);
 	cJSON_AddNumberToObject(o, "default_size_mib",
 				(double)wl->default_size_mib);
+	if (wl->default_tasks)
+		cJSON_AddNumberToObject(o, "default_tasks", wl->default_tasks);
+	else
+		cJSON_AddNullToObject(o, "default_tasks");
+	cJSON_AddStringToObject(o, "placement",
+				wl->unpinned ? "spread" : "pinned");
 	cJSON_AddStringToObject(o, "ops", ops_names[wl->ops]);
 	engines = cJSON_AddArrayToObject(o, "engines");
 	for (size_t i = 0; i < ARRAY_SIZE(engine_bits); i++)
@@ -133,7 +139,10 @@ static cJSON *workload_json(const struct workload *wl)
 	return o;
 }
 
-/* [{name, description, default_size_mib, ops, engines}], sorted by name. */
+/*
+ * [{name, description, default_size_mib, default_tasks (null: one per
+ * CPU), placement, ops, engines}], sorted by name.
+ */
 cJSON *workloads_json(void)
 {
 	cJSON *list = cJSON_CreateArray();

@@ -502,9 +502,7 @@ def _compare_models(
     epilog=COMPARE_EPILOG,
 )
 @workload_option(("host", *MODEL_ENGINES))
-@option(
-    "tasks", "--tasks", metavar="N", help="Tasks (the host needs it; sim: one per CPU)."
-)
+@option("tasks", "--tasks", metavar="N", help="Tasks.")
 @timing_options
 @option("size_mib", "--size-mib", metavar="M")
 @click.option(

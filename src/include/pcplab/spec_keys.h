@@ -91,7 +91,9 @@ struct spec_key {
 	KEY(tasks, FIELD(tasks), FIELD(tasks),				\
 	    .type = KEY_INT, .lo = 1, .hi = SPEC_MAX_TASKS,		\
 	    .flags = KEY_OWN_PARSE, .engines = ENGINES_ALL,		\
-	    .def_text = "required (sim: every CPU of the machine)",	\
+	    .def_text = "the workload's own (a thread's reproducer: as many " \
+			"as the thread ran), else sim: every CPU of the " \
+			"machine; host: required",			\
 	    .help = "Tasks; each is one model CPU, or one task on the host " \
 		    "(sim: at most the machine's CPUs).")		\
 	KEY(duration_s, FIELD(duration_s), FIELD(duration_s),		\
@@ -196,6 +198,8 @@ struct spec_key {
 	KEY(placement, FIELD(spread), FIELD(spread),			\
 	    .type = KEY_CHOICE, .engines = ENGINES_ALL,			\
 	    .choices = "pinned, spread",				\
+	    .def_text = "the workload's own (spread for a thread's unpinned " \
+			"loops, else pinned)",				\
 	    .help = "pinned: one task per CPU (will-it-scale); spread: " \
 		    "unpinned, as the scheduler spreads them.")		\
 	KEY(nodes, NO_FIELD, NO_FIELD,					\

@@ -56,6 +56,12 @@ struct workload {
 	const char *name;
 	const char *description; /* will-it-scale's testcase string */
 	unsigned long default_size_mib; /* per-task mapping size */
+	/*
+	 * A reproducer from a thread runs as the thread ran it: its tasks
+	 * (0: one per CPU, as will-it-scale) and whether they are pinned.
+	 */
+	int default_tasks;
+	bool unpinned;
 	enum workload_ops ops;
 	unsigned int engines; /* enum workload_engines */
 };
@@ -76,7 +82,8 @@ const char *workload_names(unsigned int engine);
 /* Say in @err why @engine refuses workload @name (unknown, or not here). */
 void workload_refusal(const char *name, unsigned int engine, char *err,
 		      size_t len);
-/* [{name, description, default_size_mib, ops, engines}], sorted by name. */
+/* [{name, description, default_size_mib, default_tasks, placement, ops,
+ * engines}], sorted by name. */
 cJSON *workloads_json(void);
 /*
  * The `workloads` command of an engine: check that @engine has a half for
