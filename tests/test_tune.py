@@ -127,6 +127,54 @@ def test_tune_recommends_a_setting_that_meets_the_budget(pcplab, tmp_path):
     proc = pcplab(*args, "--duration", "0.2", "--plot", plot)
     assert "recommendation: " in proc.stdout and "how to apply it:" in proc.stdout
     assert "Pareto front (rmqueue_bulk.p99):" in proc.stdout
+    # the command it prints to check the recommendation keeps the budget
+    lines = proc.stdout.splitlines()
+    check = lines[lines.index("check it (seed 1 of the 3 it held in):") + 1].split()
+    assert check[:2] == ["pcplab", "run"] and "--duration" in check
+    again = json.loads(pcplab(*check[1:], "--json").stdout)
+    assert again["latency_ns"]["rmqueue_bulk"]["p99"] <= parse_budget(budget).limit_ns
+
+
+def test_a_sampled_search_runs_what_a_kernel_takes_whole(pcplab, tmp_path):
+    """A sampled search runs every setting a kernel takes, each once.
+
+    Settings the engine resolves alike are run once, and 'without a patch'
+    is the best of those that meet the budget.
+    """
+    proc = pcplab(
+        "tune", "--machine", MACHINE, "--workload", "page_fault1",
+        "--budget", "rmqueue_bulk.p99=40us", "--knob", "scale_max",
+        "--knob", "batch", "--trials", "6", "--seeds", "1",
+        "--duration", "0.1", "--plot", tmp_path / "f.png", "--json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["settings_run"] == 1 + 6 + 6  # the default, 0..6 but 5, 6 sampled
+    outcomes = [json.dumps([p["ops_per_s"], p["worst"]]) for p in data["points"]]
+    assert len(set(outcomes)) == len(outcomes)  # alike runs are one point
+    plain = [p for p in data["points"] if "batch" not in p["keys"]]
+    resolved = [
+        json.dumps(
+            engine.resolve(
+                {
+                    "engine": "sim",
+                    "machine": machines.load_profile(MACHINE),
+                    "workload": "page_fault1",
+                    **p["keys"],
+                }
+            ),
+            sort_keys=True,
+        )
+        for p in data["points"]
+    ]
+    assert len(set(resolved)) == len(resolved)
+    met = [p for p in plain if p["budgets_met"]]
+    if met:
+        best = max(p["throughput_ratio"] for p in met)
+        assert data["settable"]["throughput_ratio"] >= best * (1 - TIE)
+        assert "batch" not in data["settable"]["keys"]
+    else:
+        assert data["settable"] is None
 
 
 def test_the_simplest_of_the_fastest_is_recommended():

@@ -28,6 +28,8 @@ from pcplab.runs import materialize, run_specs
 
 # A space of at most this many points is run whole; a larger one is sampled.
 GRID_LIMIT = 48
+# TPE asks again for settings it has seen; give up after this many asks a trial.
+ASKS_PER_TRIAL = 10
 DEFAULT = None  # a knob left at the kernel's own value
 
 
@@ -156,6 +158,8 @@ class Tuning:
     front: list[Point]
     recommendation: Point | None
     default: Point
+    settable: Point | None = None  # the best the kernel takes without a patch
+    settings_run: int = 0  # before settings that ran alike became one point
 
 
 class Evaluator:
@@ -287,9 +291,18 @@ def pareto_front(points: Sequence[Point], metric: str | None) -> list[Point]:
 
 
 def _search_optuna(
-    evaluator: Evaluator, knobs: Sequence[Knob], trials: int, seed: int
+    evaluator: Evaluator,
+    knobs: Sequence[Knob],
+    trials: int,
+    seed: int,
+    known: Sequence[Point] = (),
 ) -> list[Point]:
-    """Sample TRIALS settings with TPE; the budgets are its constraints."""
+    """Sample TRIALS new settings with TPE; the budgets are its constraints.
+
+    A sampled setting among KNOWN (already run) is told its score unrun;
+    the search ends after ASKS_PER_TRIAL asks per trial (a small space is
+    sampled whole before that).
+    """
     import optuna  # only for spaces too large to run whole
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -297,42 +310,47 @@ def _search_optuna(
     study = optuna.create_study(
         direction="maximize", sampler=optuna.samplers.TPESampler(seed=seed)
     )
+    # settings the engine resolves alike (batch=63 where 63 is the batch)
+    # are one: run once, named by the fewest keys
+    known_by = {evaluator.resolved(p.keys): p for p in known}
     points: list[Point] = []
-    seen: set[tuple] = set()
     batch = max(1, evaluator.jobs)
-    while len(points) < trials:
-        asked, settings = [], []
-        for _ in range(min(batch, trials - len(points))):
-            trial = study.ask()
-            keys = {
-                k.key: trial.suggest_categorical(k.key, [str(v) for v in k.values])
-                for k in knobs
-            }
-            keys = {
-                k.key: _typed(k, keys[k.key]) for k in knobs if keys[k.key] != "None"
-            }
-            asked.append(trial)
-            settings.append(keys)
-        fresh = [k for k in settings if _key(k) not in seen and evaluator.valid(k)]
-        done = {_key(p.keys): p for p in evaluator.evaluate(fresh)} if fresh else {}
-        for p in done.values():
-            seen.add(_key(p.keys))
-        points.extend(done.values())
-        for trial, keys in zip(asked, settings, strict=True):
-            p = done.get(_key(keys)) or next(
-                (q for q in points if _key(q.keys) == _key(keys)), None
-            )
+    for _ in range(ASKS_PER_TRIAL * trials // batch + 1):
+        if len(points) >= trials:
+            break
+        asked = [study.ask() for _ in range(min(batch, trials - len(points)))]
+        settings = [_suggest(trial, knobs) for trial in asked]
+        identities = [evaluator.resolved(keys) for keys in settings]
+        fresh = {
+            i: keys
+            for i, keys in zip(identities, settings, strict=True)
+            if i is not None and i not in known_by
+        }
+        for i, p in zip(fresh, evaluator.evaluate(list(fresh.values())), strict=True):
+            known_by[i] = p
+            points.append(p)
+        for trial, keys, i in zip(asked, settings, identities, strict=True):
+            p = known_by.get(i) if i is not None else None
             if p is None:  # the engine refuses the combination
                 study.tell(trial, state=optuna.trial.TrialState.PRUNED)
                 continue
+            if len(keys) < len(p.keys):
+                p.keys = keys
             for budget, excess in zip(
                 evaluator.budgets, _violation(p, evaluator.budgets), strict=True
             ):
                 trial.set_constraint(budget.name, excess)
             study.tell(trial, p.score)
-        if not fresh and len(seen) >= _size(knobs):
-            break
     return points
+
+
+def _suggest(trial: Any, knobs: Sequence[Knob]) -> dict[str, Any]:
+    """Return the setting TRIAL samples (DEFAULT values left out)."""
+    text = {
+        k.key: trial.suggest_categorical(k.key, [str(v) for v in k.values])
+        for k in knobs
+    }
+    return {k.key: _typed(k, text[k.key]) for k in knobs if text[k.key] != "None"}
 
 
 def _size(knobs: Sequence[Knob]) -> int:
@@ -346,11 +364,6 @@ def _size(knobs: Sequence[Knob]) -> int:
 def _typed(knob: Knob, text: str) -> Any:
     """Return the knob's value whose str() is TEXT (optuna's choices are str)."""
     return next(v for v in knob.values if str(v) == text)
-
-
-def _key(keys: dict[str, Any]) -> tuple:
-    """Return a hashable identity of a setting."""
-    return tuple(sorted(keys.items()))
 
 
 def _violation(point: Point, budgets: Sequence[Budget]) -> list[float]:
@@ -386,16 +399,48 @@ def tune(
     if len(settings) <= GRID_LIMIT and trials is None:
         points = [default, *evaluator.evaluate(settings)]
     else:
+        # What a kernel takes without a patch is a small space: run it whole,
+        # so "without a patch" is an answer, not a sample; TPE samples the rest.
+        plain = [k for k in knobs if not k.developer]
+        whole = plain and len(plain) < len(knobs) and _size(plain) <= GRID_LIMIT
+        grid = evaluator.evaluate(evaluator.distinct(space(plain))) if whole else []
         budget = trials or GRID_LIMIT
-        points = [default, *_search_optuna(evaluator, knobs, budget, seed=1)]
-    best = recommend([p for p in points if p.feasible])
+        found = _search_optuna(evaluator, knobs, budget, 1, [default, *grid])
+        points = [default, *grid, *found]
+    run = len(points)
+    points = _one_per_outcome(points, default)
+    feasible = [p for p in points if p.feasible]
+    best = recommend(feasible)
+    settable = recommend([p for p in feasible if not patches(p.keys)])
     metric = pareto or (budgets[0].name if budgets else None)
-    return Tuning(points, pareto_front(points, metric), best, default)
+    front = pareto_front(points, metric)
+    return Tuning(points, front, best, default, settable, run)
 
 
 # Settings within this share of the best throughput count as equal: the
 # simplest of them is recommended (seeds differ by more than this).
 TIE = 0.005
+
+
+def _one_per_outcome(points: Sequence[Point], default: Point) -> list[Point]:
+    """Keep one of the settings that ran alike in every seed, the simplest.
+
+    batch=63 where zone_batchsize() gives 63, or a relinquish rule that
+    never triggers, runs exactly as the setting without it: one row.
+    """
+    simplest: dict[tuple, Point] = {}
+    for p in points:
+        outcome = (tuple(sorted(p.ops_per_s.items())), tuple(sorted(p.worst.items())))
+        kept = simplest.setdefault(outcome, p)
+        rank = (p is not default, patches(p.keys), len(p.keys))
+        if rank < (kept is not default, patches(kept.keys), len(kept.keys)):
+            simplest[outcome] = p
+    return list(simplest.values())
+
+
+def patches(keys: dict[str, Any]) -> int:
+    """Count a setting's developer overrides (0: a kernel takes it as it is)."""
+    return sum(k.developer and k.key in keys for k in KNOBS)
 
 
 def recommend(feasible: Sequence[Point]) -> Point | None:
@@ -409,11 +454,7 @@ def recommend(feasible: Sequence[Point]) -> Point | None:
         return None
     top = max(p.score for p in feasible)
     near = [p for p in feasible if p.score >= top * (1 - TIE)]
-    developer = {k.key for k in KNOBS if k.developer}
-    return min(
-        near,
-        key=lambda p: (len(developer & p.keys.keys()), len(p.keys), -p.score),
-    )
+    return min(near, key=lambda p: (patches(p.keys), len(p.keys), -p.score))
 
 
 def how_to_apply(keys: dict[str, Any], kernel: str) -> list[str]:

@@ -18,14 +18,14 @@ from pcplab.policies import PolicyOption
 from pcplab.repeats import MAX_RUNS
 from pcplab.runs import materialize
 from pcplab.spec_keys import option
-from pcplab.tune import KNOBS, Tuning, how_to_apply, knobs_for, tune
+from pcplab.tune import KNOBS, Point, Tuning, how_to_apply, knobs_for, patches, tune
 
 EPILOG = """\b
 Examples:
-  pcplab tune --machine epyc-7w83-vm --workload mmap_fill --tasks 10 \\
+  pcplab tune --machine epyc-7w83-vm --workload mmap_fill \\
       --budget rmqueue_bulk.p99=100us
-      the 2024 thread's question: the fastest setting whose refills stay
-      under 100 us at the 99th percentile
+      the 2024 thread's question (its 10 tasks): the fastest setting whose
+      refills stay under 100 us at the 99th percentile
   pcplab tune --machine meta-316cpu --workload stress_vm \\
       --budget zone_lock_hold.max=1ms --knob scale_max --knob relinquish
   pcplab tune --machine skylake-ex --workload page_fault1:3 \\
@@ -60,6 +60,38 @@ def _workloads(texts: tuple[str, ...]) -> dict[str, float]:
 def _label(keys: dict[str, Any]) -> str:
     """Name a setting: "scale_max=0 batch=8", or the kernel's defaults."""
     return " ".join(f"{k}={v}" for k, v in keys.items()) or "(kernel defaults)"
+
+
+def _figures(point: Point, budgets: list[Any]) -> str:
+    """Name a setting with its throughput and worst budget figures."""
+    figures = ", ".join(
+        f"{b.name} {format_ns(point.worst[b.name])}"
+        for b in budgets
+        if point.worst.get(b.name) is not None
+    )
+    return (
+        f"{_label(point.keys)}: throughput {point.score:.3f}x the kernel's "
+        "defaults" + (f"; worst {figures}" if figures else "")
+    )
+
+
+def _run_commands(
+    base: dict[str, Any], keys: dict[str, Any], workloads: dict[str, float]
+) -> list[str]:
+    """Return the `pcplab run` line of each workload at setting KEYS, seed 1."""
+    spec = {**base, **keys}
+    order = dict.fromkeys(("engine", "machine", "kernel", "tasks", "policy", *keys))
+    flags = [f"--{k.replace('_', '-')} {spec[k]}" for k in order if k in spec]
+    where = 1 + ("machine" in spec)  # --workload after the engine and machine
+    tail = flags[where:]
+    if "duration_s" in spec:
+        tail.append(f"--duration {spec['duration_s']:g}")
+    if spec["engine"] == "sim":
+        tail.append("--seed 1")
+    return [
+        " ".join(["pcplab run", *flags[:where], f"--workload {w}", *tail])
+        for w in workloads
+    ]
 
 
 def _table(result: Tuning, metric: str | None) -> list[str]:
@@ -143,9 +175,11 @@ def _as_json(result: Tuning, metric: str | None) -> dict[str, Any]:
     return {
         "recommendation": None if rec is None else rec.keys,
         "recommended": None if rec is None else row(rec),
+        "settable": None if result.settable is None else row(result.settable),
         "default": row(result.default),
         "front_metric": metric,
         "front": [row(p) for p in result.front],
+        "settings_run": result.settings_run,
         "points": [row(p) for p in result.points],
     }
 
@@ -156,7 +190,7 @@ def _base_spec(
     kernel: str | None,
     policy: str | None,
     tasks: int | None,
-    duration: float,
+    duration: float | None,
 ) -> dict[str, Any]:
     """Return the spec every setting starts from, refusing what does not apply."""
     if (engine_name == "sim") != (machine is not None):
@@ -165,7 +199,7 @@ def _base_spec(
         )
     if machine is not None:
         machines.load_profile(machine)  # refuse a bad profile first
-    base: dict[str, Any] = {"engine": engine_name, "duration_s": duration}
+    base: dict[str, Any] = {"engine": engine_name}
     if engine_name == "host":
         if policy is not None or kernel is not None:
             raise BadInput(
@@ -181,7 +215,12 @@ def _base_spec(
             )
     else:
         base["kernel"] = kernel or "6.18"
-    optional = {"machine": machine, "tasks": tasks, "policy": policy}
+    optional = {
+        "machine": machine,
+        "tasks": tasks,
+        "policy": policy,
+        "duration_s": duration,
+    }
     base.update({k: v for k, v in optional.items() if v is not None})
     return base
 
@@ -219,15 +258,19 @@ def _base_spec(
 )
 @option("kernel", "--kernel", help="The model's kernel generation.")
 @option("policy", "--policy", cls=PolicyOption, metavar="P")
-@option("tasks", "--tasks", metavar="N", help="Tasks (default: one per CPU).")
+@option(
+    "tasks",
+    "--tasks",
+    metavar="N",
+    help="Tasks.",
+)
 @option(
     "duration_s",
     "--duration",
     "duration",
-    default=1.0,
-    show_default=True,
     metavar="S",
-    help="Measured seconds per run.",
+    help="Measured seconds per run, as in pcplab run (a shorter run may end "
+    "before a loop of the workload does, and miss its frees).",
 )
 @click.option(
     "--seeds",
@@ -261,7 +304,7 @@ def tune_command(
     kernel: str | None,
     policy: str | None,
     tasks: int | None,
-    duration: float,
+    duration: float | None,
     seeds: int,
     trials: int | None,
     jobs: int,
@@ -309,22 +352,25 @@ def tune_command(
         if machine
         else f"this kernel ({os.uname().release})"
     )
-    _print(result, parsed, metric, kernel, where, plot)
+    _print(result, parsed, metric, where, plot, base, weights, seeds)
 
 
 def _print(
     result: Tuning,
     budgets: list[Any],
     metric: str | None,
-    kernel: str,
     machine: str,
     plot: str,
+    base: dict[str, Any],
+    workloads: dict[str, float],
+    seeds: int,
 ) -> None:
     """Print the recommendation, how to apply it, and the front."""
     rec = result.recommendation
-    tried = len(result.points)
+    tried, distinct = result.settings_run, len(result.points)
     click.echo(
-        f"pcplab tune: {machine}, {tried} settings tried; "
+        f"pcplab tune: {machine}, {tried} settings tried ({distinct} ran unlike "
+        "the others); "
         f"budgets: {', '.join(map(str, budgets)) or 'none'}\n"
     )
     if rec is None:
@@ -345,17 +391,22 @@ def _print(
             + "); fewer tasks (--tasks) or a larger budget may be met"
         )
     else:
-        figures = ", ".join(
-            f"{b.name} {format_ns(rec.worst[b.name])}"
-            for b in budgets
-            if rec.worst.get(b.name) is not None
-        )
-        click.echo(
-            f"recommendation: {_label(rec.keys)}: throughput {rec.score:.3f}x the "
-            f"kernel's defaults" + (f"; worst {figures}" if figures else "")
-        )
+        click.echo(f"recommendation: {_figures(rec, budgets)}")
         click.echo("how to apply it:")
-        for line in how_to_apply(rec.keys, kernel):
+        for line in how_to_apply(rec.keys, base.get("kernel", "this kernel")):
+            click.echo(f"  {line}")
+        if patches(rec.keys):
+            settable = result.settable
+            click.echo(
+                "without a patch: "
+                + (
+                    _figures(settable, budgets)
+                    if settable
+                    else "no setting this kernel takes meets the budgets"
+                )
+            )
+        click.echo(f"check it (seed 1 of the {seeds} it held in):")
+        for line in _run_commands(base, rec.keys, workloads):
             click.echo(f"  {line}")
     click.echo(f"\nPareto front ({metric or 'throughput'}):")
     for line in _table(result, metric):
