@@ -82,11 +82,14 @@ def test_write_constants_keeps_comments_and_the_fit_table(tmp_path):
     """Fitted values replace the old ones; comments and [fit] stay."""
     path = tmp_path / "constants.toml"
     shutil.copy(machines.CONSTANTS, path)
-    fit.write_constants(path, {"smt_factor": 1.234, "zone_lock_lines": 9.5}, "test")
+    fitted = {"smt_factor": 1.234, "zone_lock_lines": 9.5, "guest_miss_factor": 3.0}
+    fit.write_constants(path, fitted, "test")
     text = path.read_text()
     doc = tomllib.loads(text)
     assert doc["smt_factor"] == 1.234 and doc["zone_lock_lines"] == 9.5
-    assert doc["fit"] == tomllib.loads(machines.CONSTANTS.read_text())["fit"]
+    assert doc["guest_miss_factor"] == 3.0
+    before = tomllib.loads(machines.CONSTANTS.read_text())
+    assert doc["fit"] == before["fit"] and doc["unseen"] == before["unseen"]
     assert "# a task whose SMT sibling is busy" in text
     assert text.count("# Last fit: test") == 1
 
@@ -124,3 +127,17 @@ def test_a_small_fit_does_not_get_worse():
     assert math.isfinite(result.cost)
     # the desktop's score is too high with 900 cycles: the fit adds cycles
     assert result.constants["fault_cycles_4"] > 900.0
+
+
+def test_a_constant_no_row_moves_takes_its_unseen_value():
+    """Left out, the only VM cannot lend the fold its guest_miss_factor.
+
+    No row of a desktop moves guest_miss_factor (a Jacobian column of
+    zeros), so the fit returns the [unseen] value, not its start.
+    """
+    space = fit.Space.from_file(["fault_cycles_4", "guest_miss_factor"])
+    start = {**machines.constants(), "guest_miss_factor": 2.5}
+    unseen = space.unseen_values()["guest_miss_factor"]
+    assert unseen != 2.5
+    result = fit.fit(space, start, ["Haswell-Desktop"], 2, max_nfev=1)
+    assert result.constants["guest_miss_factor"] == unseen

@@ -73,6 +73,13 @@ class Space:
             raise BadInput("[fit] bounds must be 0 < lower < upper")
         return cls(keys, lo, hi)
 
+    def unseen_values(self) -> dict[str, float]:
+        """Return constants.toml's [unseen] table: values no fitted row sets.
+
+        Each is what the model knows without that kind of machine.
+        """
+        return machines.read_toml(machines.CONSTANTS).get("unseen", {})
+
     def to_unit(self, values: dict[str, float]) -> np.ndarray:
         """Map constants to the search's [1, 2] log scale (clipped to bounds)."""
         v = np.clip([values[k] for k in self.names], self.lo, self.hi)
@@ -117,7 +124,7 @@ def fit(
         return np.array([v for _, _, v in seen[key]])
 
     x0 = space.to_unit(start)
-    least_squares(
+    found = least_squares(
         trial, x0, bounds=(1, 2), diff_step=0.02, x_scale=0.1, max_nfev=max_nfev
     )
     # the best point tried: finite-difference points included, since a
@@ -125,8 +132,17 @@ def fit(
     # be the lowest
     key = min(seen, key=lambda k: sum(v * v for *_, v in seen[k]))
     res = seen[key]
+    constants = space.from_unit(np.frombuffer(key))
+    # a constant no row of ONLY moves (guest_miss_factor without a VM) was
+    # not learnt here: it takes what the model knows without such a machine,
+    # not START, which a fit on the left-out machine may have set
+    unseen = space.unseen_values()
+    for name, column in zip(space.names, np.asarray(found.jac).T, strict=True):
+        if not np.any(column) and name in unseen:
+            log(f"no row of {', '.join(only)} moves {name}: {unseen[name]}")
+            constants[name] = unseen[name]
     return FitResult(
-        constants=space.from_unit(np.frombuffer(key)),
+        constants=constants,
         cost=0.5 * sum(v * v for *_, v in res),
         residuals=res,
         evaluations=len(seen),
@@ -153,10 +169,11 @@ def write_constants(path: Path, fitted: dict[str, float], note: str) -> None:
     """Rewrite constants.toml with FITTED values, keeping its comments."""
     lines = path.read_text().splitlines()
     out = []
+    in_table = False  # the values are top-level keys; [unseen], [fit] follow
     for line in lines:
         key = line.split("=", 1)[0].strip()
-        in_fit = out and any(x.strip().startswith("[fit]") for x in out)
-        if key in fitted and not in_fit and not line.lstrip().startswith("#"):
+        in_table = in_table or line.lstrip().startswith("[")
+        if key in fitted and not in_table and not line.lstrip().startswith("#"):
             comment = line[line.index("#") :] if "#" in line else ""
             text = (
                 f"{key} = {tomli_w.dumps({'v': fitted[key]}).split('=', 1)[1].strip()}"
