@@ -600,15 +600,11 @@ def fidelity_command(
 def fit_command(
     names: str | None, max_nfev: int, folds_nfev: int, jobs: int, out: str
 ) -> None:
-    r"""Fit the [fit] constants by least squares over every reference row.
+    """Fit the [fit] constants by least squares over every reference row.
 
     Residuals are errors in units of the project's tolerances
     (docs/fidelity.md). Copy the written constants.toml and crossval.toml
     into python/pcplab/machines/ to make them the model's.
-
-    \b
-    Example:
-      pcplab fit --max-nfev 30 --cross-validate 10 --out fit
     """
     from pcplab import fidelity, fit
 
