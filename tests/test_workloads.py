@@ -232,3 +232,7 @@ def test_the_workload_help_comes_from_the_engines(pcplab):
         assert [n for n in every if re.search(rf"\b{n}\b", help_line)] == names
         for name in set(names) & set(only_some):
             assert only_some[name] in help_line
+        own = [w for w in engine.list_workloads() if w["default_tasks"]]
+        for w in own:  # the tasks a thread's reproducer brings
+            unpinned = " unpinned" if w["placement"] == "spread" else ""
+            assert f"{w['name']} runs {w['default_tasks']}{unpinned} tasks" in text

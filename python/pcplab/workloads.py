@@ -19,7 +19,10 @@ from pcplab.inputs import NameChoice
 
 
 def workload_help(engines: tuple[str, ...]) -> str:
-    """Say which workloads run on ENGINES, naming those that run on only some."""
+    """Say which workloads run on ENGINES, and the tasks of those with their own.
+
+    Those that run on only some of ENGINES say which.
+    """
     try:
         listed = engine.list_workloads()
     except EngineError as exc:
@@ -33,7 +36,15 @@ def workload_help(engines: tuple[str, ...]) -> str:
             everywhere.append(workload["name"])
         elif where:
             some.append(f"{workload['name']} ({', '.join(where)} only)")
-    return f"Workload: {', '.join(everywhere + some)}."
+    own = [
+        f"{w['name']} runs {w['default_tasks']}"
+        + (" unpinned" if w["placement"] == "spread" else "")
+        + " tasks"
+        for w in listed
+        if w.get("default_tasks")
+    ]
+    runs_as = f" Without --tasks, {', '.join(own)}, as its thread did." if own else ""
+    return f"Workload: {', '.join(everywhere + some)}.{runs_as}"
 
 
 class WorkloadOption(click.Option):
