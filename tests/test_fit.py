@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import shutil
 import tomllib
@@ -141,3 +142,52 @@ def test_a_constant_no_row_moves_takes_its_unseen_value():
     assert unseen != 2.5
     result = fit.fit(space, start, ["Haswell-Desktop"], 2, max_nfev=1)
     assert result.constants["guest_miss_factor"] == unseen
+
+
+def test_the_jacobian_moves_what_a_constant_moves():
+    """A desktop's rows move with the 4.x fault cost and never with the guest's.
+
+    The damped Gauss-Newton step keeps the unmoved constant, stays in the
+    bounds, and its predicted cost is what its predicted residuals give.
+    """
+    from pcplab import jacobian
+
+    space = fit.Space.from_file(["fault_cycles_4", "guest_miss_factor"])
+    start = machines.constants()
+    jac = jacobian.measure(space, start, ["Haswell-Desktop"], 2)
+    assert {m for m, *_ in jac.rows} == {"Haswell-Desktop"}
+    assert set(jac.d["guest_miss_factor"]) == {0.0}
+    assert any(abs(v) > 0.1 for v in jac.d["fault_cycles_4"])
+    stepped, predicted = jacobian.gauss_newton(jac, space)
+    assert stepped["guest_miss_factor"] == start["guest_miss_factor"]
+    assert 500 <= stepped["fault_cycles_4"] <= 8000
+    assert stepped["fault_cycles_4"] != start["fault_cycles_4"]
+    assert len(predicted) == len(jac.rows)
+    shares = jacobian.cost_by_machine(jac.rows, jac.residuals())
+    assert shares["Haswell-Desktop"] == pytest.approx(jacobian.cost(jac.residuals()))
+
+
+def test_fit_jacobian_writes_the_step_it_measured(pcplab, tmp_path):
+    """`pcplab fit --jacobian` on one machine's rows writes jacobian.json."""
+    reference = tmp_path / "reference"
+    shutil.copytree(data.REFERENCE, reference)
+    for path in reference.glob("*.csv"):
+        if path.name != "machines.csv":  # keep only the desktop's rows
+            lines = path.read_text().splitlines()
+            keep = [
+                lines[0],
+                *(x for x in lines[1:] if x.startswith("Haswell-Desktop,")),
+            ]
+            path.write_text("\n".join(keep) + "\n")
+    proc = pcplab(
+        "fit", "--constants", "fault_cycles_4", "--max-nfev", "0", "--jacobian",
+        "--out", tmp_path / "fit", "--reference", reference,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads((tmp_path / "fit" / "jacobian.json").read_text())
+    assert list(doc["d"]) == ["fault_cycles_4"] and doc["step"] == 0.1
+    assert len(doc["d"]["fault_cycles_4"]) == len(doc["rows"]) > 0
+    step = doc["gauss_newton"]
+    assert set(step["by_machine_now"]) == {"Haswell-Desktop"}
+    assert step["measured_cost"] >= 0 and step["predicted_cost"] >= 0
+    assert "a damped Gauss-Newton step predicts" in proc.stdout

@@ -588,6 +588,12 @@ def fidelity_command(
     metavar="N",
     help="Also leave each machine out and refit without it, N trials each.",
 )
+@click.option(
+    "--jacobian",
+    is_flag=True,
+    help="Also measure how every row moves with each constant (10% steps) and "
+    "run the damped Gauss-Newton step it proposes: jacobian.json.",
+)
 @click.option("--jobs", type=AsciiIntRange(1, 256), default=2, show_default=True)
 @click.option(
     "--out",
@@ -598,7 +604,12 @@ def fidelity_command(
 )
 @reference_option
 def fit_command(
-    names: str | None, max_nfev: int, folds_nfev: int, jobs: int, out: str
+    names: str | None,
+    max_nfev: int,
+    folds_nfev: int,
+    jacobian: bool,
+    jobs: int,
+    out: str,
 ) -> None:
     """Fit the [fit] constants by least squares over every reference row.
 
@@ -628,9 +639,40 @@ def fit_command(
         fit.write_crossval(directory / "crossval.toml", folds, note)
         report["folds"] = {m: asdict(r) for m, r in folds.items()}
     (directory / "fit.json").write_text(json.dumps(report, indent=1) + "\n")
+    if jacobian:
+        _write_jacobian(space, result.constants, everyone, jobs, directory)
     for key, value in result.constants.items():
         click.echo(f"{key} = {value}")
     click.echo(f"wrote {directory}/constants.toml ({note})")
+
+
+def _write_jacobian(
+    space: Any, constants: dict[str, float], only: list[str], jobs: int, out: Path
+) -> None:
+    """Measure the Jacobian at CONSTANTS, run its step, write jacobian.json."""
+    from pcplab import fit, jacobian
+    from pcplab.experiments import residuals
+
+    jac = jacobian.measure(space, constants, only, jobs)
+    stepped, predicted = jacobian.gauss_newton(jac, space)
+    measured = [v for *_, v in residuals(fit.evaluate(stepped, only, jobs))]
+    doc = {
+        **asdict(jac),
+        "step": jacobian.STEP,
+        "gauss_newton": {
+            "constants": stepped,
+            "predicted_cost": jacobian.cost(predicted),
+            "measured_cost": jacobian.cost(measured),
+            "by_machine_now": jacobian.cost_by_machine(jac.rows, jac.residuals()),
+            "by_machine_measured": jacobian.cost_by_machine(jac.rows, measured),
+        },
+    }
+    (out / "jacobian.json").write_text(json.dumps(doc, indent=1) + "\n")
+    click.echo(
+        f"jacobian: {len(jac.d)} constants x {len(jac.rows)} rows; cost "
+        f"{jacobian.cost(jac.residuals()):.1f}, a damped Gauss-Newton step predicts "
+        f"{jacobian.cost(predicted):.1f} and measures {jacobian.cost(measured):.1f}"
+    )
 
 
 @cli.command(

@@ -1,0 +1,101 @@
+"""`pcplab fit --jacobian`: how every fitted row moves with each constant.
+
+Measured, not derived: each constant of the [fit] table is moved by STEP
+of its value and every fitted row is run again. A damped Gauss-Newton step
+from that Jacobian is then run as well. If the cost it measures is near
+the cost it predicts, the rows are linear at that scale and more
+least-squares steps will help; if not (zone->lock contention jumps at a
+cliff), the fit sits at a local optimum for steps that size. The same
+Jacobian, restricted to some machines' rows, says what fixing their misses
+would cost the others.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from pcplab.experiments import residuals
+from pcplab.fit import Space, evaluate
+
+STEP = 0.1  # each constant moves by this share of its value
+DAMPING = 1.0  # Levenberg-Marquardt damping of the step, in log units
+
+
+@dataclass
+class Jacobian:
+    """Residuals at CONSTANTS and their derivatives by each constant's log."""
+
+    constants: dict[str, float]
+    rows: list[tuple[str, str, float]]  # (machine, kind@row, residual)
+    d: dict[str, list[float]]  # constant -> d residual / d ln(constant), per row
+
+    def matrix(self) -> np.ndarray:
+        """Return the rows x constants matrix."""
+        return np.array([self.d[name] for name in self.d]).T
+
+    def residuals(self) -> np.ndarray:
+        """Return the residual of every row."""
+        return np.array([v for *_, v in self.rows])
+
+
+def cost(values: Sequence[float]) -> float:
+    """Return the fit's cost: half the sum of squared residuals."""
+    return 0.5 * float(np.dot(values, values))
+
+
+def cost_by_machine(
+    rows: Sequence[tuple[str, str, float]], values: Sequence[float]
+) -> dict[str, float]:
+    """Return each machine's share of the cost of VALUES (one per row)."""
+    out: dict[str, float] = {}
+    for (machine, *_), value in zip(rows, values, strict=True):
+        out[machine] = out.get(machine, 0.0) + 0.5 * value * value
+    return out
+
+
+def measure(
+    space: Space,
+    constants: dict[str, float],
+    only: Sequence[str],
+    workers: int,
+    step: float = STEP,
+) -> Jacobian:
+    """Run every row of machines ONLY at CONSTANTS and with each one moved."""
+    rows = residuals(evaluate(constants, only, workers))
+    d = {}
+    for name in space.names:
+        moved = {**constants, name: constants[name] * (1 + step)}
+        again = {(m, k): v for m, k, v in residuals(evaluate(moved, only, workers))}
+        # a row the moved run lacks (a call that never ran) did not move
+        d[name] = [(again.get((m, k), v) - v) / math.log1p(step) for m, k, v in rows]
+    return Jacobian(dict(constants), rows, d)
+
+
+def gauss_newton(
+    jac: Jacobian, space: Space, machines: Sequence[str] | None = None
+) -> tuple[dict[str, float], np.ndarray]:
+    """Return the damped step's constants and its predicted residuals.
+
+    The step is fitted on the rows of MACHINES (default: every row) and
+    predicted on every row, so it shows what fixing some machines costs
+    the others. Constants stay inside the [fit] bounds.
+    """
+    j, r = jac.matrix(), jac.residuals()
+    keep = [
+        i for i, row in enumerate(jac.rows) if machines is None or row[0] in machines
+    ]
+    n = len(jac.d)
+    a = np.vstack([j[keep], math.sqrt(DAMPING) * np.eye(n)])
+    b = np.concatenate([-r[keep], np.zeros(n)])
+    x, *_ = np.linalg.lstsq(a, b, rcond=None)
+    stepped = dict(jac.constants)
+    for name, lo, hi, dx in zip(space.names, space.lo, space.hi, x, strict=True):
+        stepped[name] = round(
+            float(np.clip(jac.constants[name] * math.exp(dx), lo, hi)), 4
+        )
+    moved = np.array([math.log(stepped[k] / jac.constants[k]) for k in jac.d])
+    return stepped, r + j @ moved
