@@ -124,6 +124,7 @@ CASES: list[tuple[str, str, tuple[str, ...], str]] = [
     ("fit", "--constants", ("fit", "--constants", "bogus"), "bogus"),
     ("fit", "--max-nfev", ("fit", "--max-nfev", "-1"), "--max-nfev"),
     ("fit", "--cross-validate", ("fit", "--cross-validate", "-1"), "--cross-validate"),
+    ("fit", "--jacobian", ("fit", "--jacobian=1"), "--jacobian"),
     ("fit", "--jobs", ("fit", "--jobs", FULL_WIDTH_4), "--jobs"),
     ("fit", "--out", ("fit", "--out", "/proc/fit"), "--out /proc/fit"),
     ("fit", "--out", ("fit", "--out", "/dev/full"), "not a directory"),
