@@ -650,28 +650,15 @@ def _write_jacobian(
     space: Any, constants: dict[str, float], only: list[str], jobs: int, out: Path
 ) -> None:
     """Measure the Jacobian at CONSTANTS, run its step, write jacobian.json."""
-    from pcplab import fit, jacobian
-    from pcplab.experiments import residuals
+    from pcplab import jacobian
 
-    jac = jacobian.measure(space, constants, only, jobs)
-    stepped, predicted = jacobian.gauss_newton(jac, space)
-    measured = [v for *_, v in residuals(fit.evaluate(stepped, only, jobs))]
-    doc = {
-        **asdict(jac),
-        "step": jacobian.STEP,
-        "gauss_newton": {
-            "constants": stepped,
-            "predicted_cost": jacobian.cost(predicted),
-            "measured_cost": jacobian.cost(measured),
-            "by_machine_now": jacobian.cost_by_machine(jac.rows, jac.residuals()),
-            "by_machine_measured": jacobian.cost_by_machine(jac.rows, measured),
-        },
-    }
+    doc = jacobian.report(space, constants, only, jobs)
     (out / "jacobian.json").write_text(json.dumps(doc, indent=1) + "\n")
+    step = doc["gauss_newton"]
     click.echo(
-        f"jacobian: {len(jac.d)} constants x {len(jac.rows)} rows; cost "
-        f"{jacobian.cost(jac.residuals()):.1f}, a damped Gauss-Newton step predicts "
-        f"{jacobian.cost(predicted):.1f} and measures {jacobian.cost(measured):.1f}"
+        f"jacobian: {len(doc['d'])} constants x {len(doc['rows'])} rows; cost "
+        f"{step['cost_now']:.1f}, a damped Gauss-Newton step predicts "
+        f"{step['predicted_cost']:.1f} and measures {step['measured_cost']:.1f}"
     )
 
 

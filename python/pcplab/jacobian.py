@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
@@ -99,3 +100,24 @@ def gauss_newton(
         )
     moved = np.array([math.log(stepped[k] / jac.constants[k]) for k in jac.d])
     return stepped, r + j @ moved
+
+
+def report(
+    space: Space, constants: dict[str, float], only: Sequence[str], workers: int
+) -> dict[str, Any]:
+    """Measure the Jacobian, run its step; return jacobian.json's document."""
+    jac = measure(space, constants, only, workers)
+    stepped, predicted = gauss_newton(jac, space)
+    measured = [v for *_, v in residuals(evaluate(stepped, only, workers))]
+    return {
+        **asdict(jac),
+        "step": STEP,
+        "gauss_newton": {
+            "constants": stepped,
+            "cost_now": cost(jac.residuals()),
+            "predicted_cost": cost(predicted),
+            "measured_cost": cost(measured),
+            "by_machine_now": cost_by_machine(jac.rows, jac.residuals()),
+            "by_machine_measured": cost_by_machine(jac.rows, measured),
+        },
+    }

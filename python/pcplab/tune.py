@@ -428,12 +428,15 @@ def _one_per_outcome(points: Sequence[Point], default: Point) -> list[Point]:
     batch=63 where zone_batchsize() gives 63, or a relinquish rule that
     never triggers, runs exactly as the setting without it: one row.
     """
+
+    def rank(p: Point) -> tuple[bool, int, int]:
+        return (p is not default, patches(p.keys), len(p.keys))
+
     simplest: dict[tuple, Point] = {}
     for p in points:
         outcome = (tuple(sorted(p.ops_per_s.items())), tuple(sorted(p.worst.items())))
         kept = simplest.setdefault(outcome, p)
-        rank = (p is not default, patches(p.keys), len(p.keys))
-        if rank < (kept is not default, patches(kept.keys), len(kept.keys)):
+        if rank(p) < rank(kept):
             simplest[outcome] = p
     return list(simplest.values())
 

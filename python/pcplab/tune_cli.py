@@ -258,12 +258,7 @@ def _base_spec(
 )
 @option("kernel", "--kernel", help="The model's kernel generation.")
 @option("policy", "--policy", cls=PolicyOption, metavar="P")
-@option(
-    "tasks",
-    "--tasks",
-    metavar="N",
-    help="Tasks.",
-)
+@option("tasks", "--tasks", metavar="N", help="Tasks.")
 @option(
     "duration_s",
     "--duration",

@@ -197,57 +197,44 @@ static double pct(u64 part, double whole)
  */
 static cJSON *callers_json(const struct lock_stat *st)
 {
-	const struct lock_caller_stat *order[NR_LOCK_CALLERS];
-	const char *name[NR_LOCK_CALLERS];
+	int order[NR_LOCK_CALLERS]; /* caller ids, most waited first */
 	cJSON *list = cJSON_CreateArray();
 	int n = 0;
 
 	/* insertion in first-wait order: equal waits keep that order */
 	for (int rank = 1; rank <= st->nr_waited; rank++) {
 		for (int id = 0; id < NR_LOCK_CALLERS; id++) {
-			const struct lock_caller_stat *c = &st->callers[id];
+			u64 wait_ns = st->callers[id].wait_ns;
 			int j;
 
 			if (st->first_wait[id] != rank)
 				continue;
 			for (j = n++;
-			     j > 0 && order[j - 1]->wait_ns < c->wait_ns; j--) {
+			     j > 0 &&
+			     st->callers[order[j - 1]].wait_ns < wait_ns;
+			     j--)
 				order[j] = order[j - 1];
-				name[j] = name[j - 1];
-			}
-			order[j] = c;
-			name[j] = lock_caller_name(id);
+			order[j] = id;
 		}
 	}
 	for (int i = 0; i < n; i++) {
+		const struct lock_caller_stat *caller = &st->callers[order[i]];
 		cJSON *c = cJSON_CreateObject();
 
-		cJSON_AddStringToObject(c, "caller", name[i]);
+		cJSON_AddStringToObject(c, "caller",
+					lock_caller_name(order[i]));
 		cJSON_AddNumberToObject(c, "contended",
-					(double)order[i]->contended);
+					(double)caller->contended);
 		cJSON_AddNumberToObject(c, "total_wait_ns",
-					(double)order[i]->wait_ns);
+					(double)caller->wait_ns);
 		cJSON_AddNumberToObject(c, "max_wait_ns",
-					(double)order[i]->max_wait_ns);
+					(double)caller->max_wait_ns);
 		cJSON_AddNumberToObject(c, "avg_wait_ns",
-					(double)order[i]->wait_ns /
-						(double)order[i]->contended);
+					(double)caller->wait_ns /
+						(double)caller->contended);
 		cJSON_AddItemToArray(list, c);
 	}
 	return list;
-}
-
-/* The sums over @st's callers: acquisitions, contended, wait_ns. */
-static struct lock_caller_stat lock_totals(const struct lock_stat *st)
-{
-	struct lock_caller_stat sum = { 0 };
-
-	for (int id = 0; id < NR_LOCK_CALLERS; id++) {
-		sum.acquisitions += st->callers[id].acquisitions;
-		sum.contended += st->callers[id].contended;
-		sum.wait_ns += st->callers[id].wait_ns;
-	}
-	return sum;
 }
 
 static void add_contention(cJSON *root, const struct spec *s,
@@ -260,7 +247,7 @@ static void add_contention(cJSON *root, const struct spec *s,
 	struct lock_caller_stat sum[NR_LOCK_CLASSES];
 
 	for (int i = 0; i < NR_LOCK_CLASSES; i++)
-		sum[i] = lock_totals(&t->lock[i]);
+		sum[i] = lock_stat_totals(&t->lock[i]);
 	cJSON_AddNumberToObject(c, "zone_lock_pct",
 				pct(sum[LOCK_ZONE].wait_ns, cpu_ns));
 	cJSON_AddNumberToObject(c, "lru_lock_pct",

@@ -180,7 +180,7 @@ static inline u64 zone_lock_waits(void)
 {
 	if (!pcp_policy.ops->zone_locked)
 		return 0;
-	return lock_stat_contended(&this_cpu_stats()->lock[LOCK_ZONE]);
+	return lock_stat_totals(&this_cpu_stats()->lock[LOCK_ZONE]).contended;
 }
 
 /* Tell the policy that a refill or drain of @pcp took zone->lock. */

@@ -235,14 +235,22 @@ static inline void lock_stat_waited(struct lock_stat *st,
 		c->max_wait_ns = wait_ns;
 }
 
-/* Acquisitions of @st's class that had to wait, over all its callers. */
-static inline u64 lock_stat_contended(const struct lock_stat *st)
+/*
+ * @st's class over all its callers: acquisitions, contended, wait_ns (the
+ * largest wait is per caller only). Inlined, a caller that reads one field
+ * sums only that one.
+ */
+static inline struct lock_caller_stat
+lock_stat_totals(const struct lock_stat *st)
 {
-	u64 n = 0;
+	struct lock_caller_stat sum = { 0 };
 
-	for (int i = 0; i < NR_LOCK_CALLERS; i++)
-		n += st->callers[i].contended;
-	return n;
+	for (int id = 0; id < NR_LOCK_CALLERS; id++) {
+		sum.acquisitions += st->callers[id].acquisitions;
+		sum.contended += st->callers[id].contended;
+		sum.wait_ns += st->callers[id].wait_ns;
+	}
+	return sum;
 }
 
 enum latency_item {
