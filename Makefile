@@ -17,6 +17,8 @@ SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 # path so that a version manager's shims need no rehash.
 PCPLAB = $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_path("scripts"))')/pcplab
 C_FILES = $(shell find src bench -name '*.[ch]' 2>/dev/null | sort)
+# scripts/ in Python have no .py suffix, which ruff would need to find them
+PY_SCRIPTS := $(shell grep -l '^#!/usr/bin/env python3' scripts/*)
 
 .PHONY: setup test run
 
@@ -41,8 +43,8 @@ test: setup
 		echo "clang-format --dry-run --Werror (src/, bench/)"; \
 		clang-format --dry-run --Werror $(C_FILES); \
 	fi
-	$(PYTHON) -m ruff check .
-	$(PYTHON) -m ruff format --check .
+	$(PYTHON) -m ruff check . $(PY_SCRIPTS)
+	$(PYTHON) -m ruff format --check . $(PY_SCRIPTS)
 	$(PYTHON) -m pytest -q
 
 run: setup

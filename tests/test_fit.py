@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import subprocess
+import sys
 import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -191,3 +194,43 @@ def test_fit_jacobian_writes_the_step_it_measured(pcplab, tmp_path):
     assert set(step["by_machine_now"]) == {"Haswell-Desktop"}
     assert step["measured_cost"] >= 0 and step["predicted_cost"] >= 0
     assert "a damped Gauss-Newton step predicts" in proc.stdout
+
+
+def _constants_grid(*args: str) -> subprocess.CompletedProcess:
+    """Run scripts/constants-grid with the installed pcplab."""
+    script = Path(__file__).resolve().parent.parent / "scripts" / "constants-grid"
+    return subprocess.run(
+        [sys.executable, script, *args], capture_output=True, text=True, check=False
+    )
+
+
+def test_constants_grid_applies_each_value():
+    """Two values of a constant the desktop's rows move give two costs.
+
+    The first value is constants.toml's own, so its cost is the one the
+    fit's residuals give at the current constants.
+    """
+    now = machines.constants()["fault_cycles_4"]
+    proc = _constants_grid(
+        f"fault_cycles_4={now},{now * 2}", "--machine", "Sandybridge-Desktop",
+        "--rows", "score@31",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    costs = [float(x.split("cost ")[1]) for x in lines if "cost" in x]
+    rows = experiments.residuals(fit.evaluate(None, ["Sandybridge-Desktop"], 2))
+    assert len(costs) == 2 and costs[1] > costs[0]
+    assert costs[0] == pytest.approx(0.5 * sum(v * v for *_, v in rows), abs=0.01)
+    assert "score@31" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["no_such_constant=1"], ["fault_cycles_4=x"], ["work_cv=2"],
+     ["fault_cycles_4=1000", "--machine", "No Such Machine"]],
+)  # fmt: skip
+def test_constants_grid_refuses_bad_input_in_one_line(args):
+    """An unknown constant or machine, a non-number, an out-of-range value: exit 2."""
+    proc = _constants_grid(*args, "--machine", "Sandybridge-Desktop")
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert proc.stdout == ""
