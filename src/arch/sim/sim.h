@@ -67,6 +67,7 @@ struct sim_constants {
 	double pcp_alloc_cycles, pcp_free_cycles; /* pcp fast paths */
 	double zone_alloc_page_cycles; /* __rmqueue + expand per block */
 	double zone_free_page_cycles; /* __free_one_page per page */
+	double zone_cycles_6_factor; /* both of them on a 5.16+ kernel */
 	double zone_page_misses; /* cold lines per page under zone->lock */
 	double lru_page_cycles; /* lruvec add or del of one folio */
 	double unmap_page_cycles; /* zap_pte_range, rmap, TLB per page */

@@ -297,8 +297,9 @@ struct kernel_gen {
 	const char *name;
 	/*
 	 * v5.16+: the fault path works on folios, takes per-VMA locks (v6.4)
-	 * and pays the 5.x mitigations. Only the simulator's fault cost reads
-	 * it: the model's allocator behaviour does not depend on it.
+	 * and pays the 5.x mitigations. Only the simulator's costs read it
+	 * (the fault's, and the buddy's cycles per page under zone->lock):
+	 * the model's allocator behaviour does not depend on it.
 	 */
 	bool folio_fault;
 	bool pcp_high_order; /* orders 1..3 and THP on pcp lists (v5.13) */
