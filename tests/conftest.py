@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import os
 import re
 import shutil
 import subprocess
@@ -17,20 +16,16 @@ import pytest
 # `pcplab: <what is wrong>; <what is allowed>` (docs/engine-protocol.md); the
 # front end's own lines read `pcplab: error: ...; ...`.
 BAD_INPUT_LINE = re.compile(r"^pcplab: \S.*; \S.*$")
-# No test skips unless asked: a test that cannot run (no root, no perf
-# lock, no ../shared) fails, as on CI's machine, which has all three. A
-# developer without them may set PCPLAB_ALLOW_SKIPS=1 to skip those tests,
-# each with its reason in pytest's summary (-rs).
-ALLOW_SKIPS = os.environ.get("PCPLAB_ALLOW_SKIPS") == "1"
+# No test skips: a test that cannot run (no root, no perf lock, no
+# ../shared) fails and names what it lacks, as it would on CI's machine,
+# which has all of them. A developer without one deselects those tests by
+# hand (pytest --deselect), knowing what is not checked.
 
 
 def require(missing: str | None) -> None:
-    """Fail the test for want of MISSING (a reason); skip it only if allowed."""
-    if missing is None:
-        return
-    if ALLOW_SKIPS:
-        pytest.skip(missing)
-    pytest.fail(f"this test cannot run here: {missing} (PCPLAB_ALLOW_SKIPS=1 skips it)")
+    """Fail the test for want of MISSING (a reason it cannot run here)."""
+    if missing is not None:
+        pytest.fail(f"this test cannot run here: {missing}")
 
 
 def needs(missing: str | None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

@@ -74,7 +74,8 @@ def test_run_is_deterministic_and_matches_cli(pcplab, tmp_path: Path) -> None:
 
 def test_dask_matches_local() -> None:
     """A tiny grid on a local Dask cluster gives the same results as locally."""
-    distributed = pytest.importorskip("dask.distributed")
+    from dask import distributed  # a test dependency (pyproject [test])
+
     specs = [
         {**SPEC, **point}
         for point in runs.grid([("batch", [31, 127]), ("kernel", ["6.6", "6.18"])])

@@ -166,8 +166,8 @@ def test_the_jacobian_moves_what_a_constant_moves():
     assert 500 <= stepped["fault_cycles_4"] <= 8000
     assert stepped["fault_cycles_4"] != start["fault_cycles_4"]
     assert len(predicted) == len(jac.rows)
-    shares = jacobian.cost_by_machine(jac.rows, jac.residuals())
-    assert shares["Haswell-Desktop"] == pytest.approx(jacobian.cost(jac.residuals()))
+    shares = fit.cost_by_machine(jac.rows, jac.residuals())
+    assert shares["Haswell-Desktop"] == pytest.approx(fit.cost(jac.residuals()))
 
 
 def test_fit_jacobian_writes_the_step_it_measured(pcplab, tmp_path):

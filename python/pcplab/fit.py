@@ -39,6 +39,21 @@ def evaluate(
     return fidelity.run_machines(only, workers, mode=mode, constants=constants)
 
 
+def cost(values: Sequence[float]) -> float:
+    """Return the fit's cost: half the sum of squared residuals."""
+    return 0.5 * float(np.dot(values, values))
+
+
+def cost_by_machine(
+    rows: Sequence[tuple[str, str, float]], values: Sequence[float]
+) -> dict[str, float]:
+    """Return each machine's share of the cost of VALUES (one per row)."""
+    out: dict[str, float] = {}
+    for (machine, *_), value in zip(rows, values, strict=True):
+        out[machine] = out.get(machine, 0.0) + 0.5 * value * value
+    return out
+
+
 @dataclass
 class Space:
     """The constants being fitted, searched as log-scaled values in [1, 2].
@@ -114,14 +129,16 @@ def fit(
     """Fit SPACE's constants on the rows of machines ONLY, from START."""
     seen: dict[bytes, list[tuple[str, str, float]]] = {}
 
+    def values(key: bytes) -> np.ndarray:
+        return np.array([v for *_, v in seen[key]])
+
     def trial(x: np.ndarray) -> np.ndarray:
         key = np.round(x, 6).tobytes()
         if key not in seen:
             constants = space.from_unit(x)
             seen[key] = residuals(evaluate(constants, only, workers))
-            r = np.array([v for _, _, v in seen[key]])
-            log(f"trial {len(seen)}: cost {0.5 * float(r @ r):.1f} {constants}")
-        return np.array([v for _, _, v in seen[key]])
+            log(f"trial {len(seen)}: cost {cost(values(key)):.1f} {constants}")
+        return values(key)
 
     x0 = space.to_unit(start)
     found = least_squares(
@@ -130,7 +147,7 @@ def fit(
     # the best point tried: finite-difference points included, since a
     # simulation's residuals are not smooth enough for the last iterate to
     # be the lowest
-    key = min(seen, key=lambda k: sum(v * v for *_, v in seen[k]))
+    key = min(seen, key=lambda k: cost(values(k)))
     res = seen[key]
     constants = space.from_unit(np.frombuffer(key))
     # a constant no row of ONLY moves (guest_miss_factor without a VM) was
@@ -143,7 +160,7 @@ def fit(
             constants[name] = unseen[name]
     return FitResult(
         constants=constants,
-        cost=0.5 * sum(v * v for *_, v in res),
+        cost=cost([v for *_, v in res]),
         residuals=res,
         evaluations=len(seen),
         machines=list(only),
@@ -158,7 +175,7 @@ def current(
     res = residuals(evaluate(constants, only, workers))
     return FitResult(
         constants=constants,
-        cost=0.5 * sum(v * v for *_, v in res),
+        cost=cost([v for *_, v in res]),
         residuals=res,
         evaluations=1,
         machines=list(only),

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from pcplab.experiments import residuals
-from pcplab.fit import Space, evaluate
+from pcplab.fit import Space, cost, cost_by_machine, evaluate
 
 STEP = 0.1  # each constant moves by this share of its value
 DAMPING = 1.0  # Levenberg-Marquardt damping of the step, in log units
@@ -41,21 +41,6 @@ class Jacobian:
     def residuals(self) -> np.ndarray:
         """Return the residual of every row."""
         return np.array([v for *_, v in self.rows])
-
-
-def cost(values: Sequence[float]) -> float:
-    """Return the fit's cost: half the sum of squared residuals."""
-    return 0.5 * float(np.dot(values, values))
-
-
-def cost_by_machine(
-    rows: Sequence[tuple[str, str, float]], values: Sequence[float]
-) -> dict[str, float]:
-    """Return each machine's share of the cost of VALUES (one per row)."""
-    out: dict[str, float] = {}
-    for (machine, *_), value in zip(rows, values, strict=True):
-        out[machine] = out.get(machine, 0.0) + 0.5 * value * value
-    return out
 
 
 def measure(

@@ -188,15 +188,12 @@ static int check_knobs(const cJSON *o, const struct spec *s, char *err)
 }
 
 /*
- * The workload's own tasks and placement where the spec names none: a
- * thread's reproducer runs as the thread ran it, capped at the CPUs.
+ * The workload's own tasks where the spec names none: a thread's
+ * reproducer runs as the thread ran it, capped at the CPUs.
  */
-static long long workload_default_tasks(const cJSON *o, struct spec *s)
+static long long workload_default_tasks(const struct workload *wl,
+					const struct spec *s)
 {
-	const struct workload *wl = find_workload(s->workload);
-
-	if (!spec_key_value(o, SPEC_KEY_placement))
-		s->spread = wl->unpinned;
 	if (!wl->default_tasks)
 		return engine_default_tasks(s);
 	return min(wl->default_tasks, engine_max_tasks(s));
@@ -205,8 +202,13 @@ static long long workload_default_tasks(const cJSON *o, struct spec *s)
 /* Tasks (at most the engine's CPUs) and the defaults that depend on others. */
 static int parse_sizes(const cJSON *o, struct spec *s, char *err)
 {
-	long long tasks = workload_default_tasks(o, s);
+	const struct workload *wl = find_workload(s->workload);
+	long long tasks = workload_default_tasks(wl, s);
 	char range[128];
+
+	/* the workload's placement too: a thread's loops ran unpinned */
+	if (!spec_key_value(o, SPEC_KEY_placement))
+		s->spread = wl->unpinned;
 
 	if (spec_key_int(o, SPEC_KEY_tasks, engine_max_tasks(s), &tasks, err))
 		return -1;
@@ -220,7 +222,7 @@ static int parse_sizes(const cJSON *o, struct spec *s, char *err)
 	if (!spec_key_value(o, SPEC_KEY_memory_mib))
 		s->memory_mib = engine_default_memory_mib();
 	if (!spec_key_value(o, SPEC_KEY_size_mib))
-		s->size_mib = find_workload(s->workload)->default_size_mib;
+		s->size_mib = wl->default_size_mib;
 	return 0;
 }
 
