@@ -350,9 +350,15 @@ void __free_one_page(struct page *page, unsigned long pfn, struct zone *zone,
 	}
 	page = pfn_to_page(pfn);
 
+	/*
+	 * buddy_merge_likely(): the buddy of the order + 1 block this one
+	 * would merge into. For an upper half that block starts at its
+	 * lower buddy, not at the freed block.
+	 */
 	to_tail = fpi_flags & FPI_TO_TAIL;
 	if (!to_tail && order < MAX_PAGE_ORDER - 1) {
-		unsigned long higher_pfn = pfn ^ (1UL << (order + 1));
+		unsigned long combined_pfn = pfn & ~(1UL << order);
+		unsigned long higher_pfn = combined_pfn ^ (1UL << (order + 1));
 
 		to_tail = page_is_buddy(zone, higher_pfn, order + 1);
 	}
