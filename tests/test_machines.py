@@ -52,7 +52,7 @@ def test_every_uarch_entry_has_every_fact_with_its_source():
     assert {"skylake-sp", "broadwell-ep", "sapphire-rapids", "zen5"} <= set(uarchs)
     for name, entry in uarchs.items():
         assert UARCH_KEYS <= set(entry), f"{name} lacks {UARCH_KEYS - set(entry)}"
-    figures = re.compile(r"^(\w+_ns|llc_mb|mem_\w+|\w*ghz|meltdown) = ")
+    figures = re.compile(r"^(\w+_ns|llc_mb|mem_\w+|\w*ghz|meltdown|ipc) = ")
     for line in machines.UARCH.read_text().splitlines():
         if figures.match(line):
             assert "#" in line, f"no source for: {line}"
@@ -127,6 +127,8 @@ BAD_FACTS = [
     ("all_core_ghz", "0.5", "all_core_ghz"),
     ("all_core_ghz", "11.0", "all_core_ghz"),
     ("mem_gbs", "-1.0", "mem_gbs"),
+    ("ipc", "0.1", "ipc"),
+    ("ipc", "9.0", "ipc"),
     ("dram_ns", '"fast"', "dram_ns"),
     ("meltdown", "1", "meltdown"),
     ("vm_guest", '"yes"', "vm_guest"),
@@ -188,6 +190,22 @@ def test_the_clock_turbos_with_few_busy_cores():
     assert one == pytest.approx(profile["hardware"]["turbo_ghz"], rel=0.02)
     assert full == pytest.approx(profile["hardware"]["all_core_ghz"])
     assert profile["topology"]["ghz"] < full < one
+
+
+def test_a_wider_core_does_the_kernel_work_in_fewer_cycles(tmp_path):
+    """The IPC divides the work outside the locks (to the power ipc_weight) only."""
+    weight = machines.constants()["ipc_weight"]
+    costs = {}
+    for ipc in (1.0, 2.0):
+        text = TOPOLOGY + f'\n[hardware]\nuarch = "skylake-sp"\nipc = {ipc}\n'
+        costs[ipc] = _resolve(machines.load_profile(_profile(tmp_path, text)))["costs"]
+    gain = 2.0**weight
+    for kind in ("pcp_alloc_ns", "pcp_free_ns", "unmap_page_ns", "mmap_ns"):
+        assert costs[2.0][kind] == pytest.approx(costs[1.0][kind] / gain, rel=1e-3)
+    assert costs[2.0]["fault_base_ns"] < costs[1.0]["fault_base_ns"]
+    # clear_page's stores and the dependent loads under a lock run at the clock
+    for kind in ("clear_page_ns", "buddy_alloc_page_ns", "lru_add_page_ns"):
+        assert costs[2.0][kind] == costs[1.0][kind]
 
 
 def test_dram_bandwidth_caps_the_clearing_of_pages(tmp_path):

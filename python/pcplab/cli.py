@@ -475,17 +475,21 @@ def machines_command(name: str | None, as_json: bool) -> None:
         _emit_json(detail)
         return
     topo = detail.get("topology", {})
-    click.echo(
-        f"{detail.get('name')}: " + ", ".join(f"{k} {v}" for k, v in topo.items())
-    )
+    click.echo(f"{detail.get('name')}: " + _facts(topo))
     hardware = detail.get("hardware", {})
-    click.echo("hardware: " + ", ".join(f"{k} {v}" for k, v in hardware.items()))
+    click.echo("hardware: " + _facts(hardware))
     for line in format_table(
         ["cost", "value"],
         [[k, v] for k, v in detail.get("costs", {}).items()],
         left=2,
     ):
         click.echo(line)
+
+
+def _facts(facts: dict) -> str:
+    """Join a machine's facts on one line, numbers to four significant digits."""
+    shown = (v if isinstance(v, bool | str) else f"{v:.4g}" for v in facts.values())
+    return ", ".join(f"{k} {v}" for k, v in zip(facts, shown, strict=True))
 
 
 cli.add_command(host)  # pcplab host info|run|sweep|restore|overhead

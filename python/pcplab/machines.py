@@ -51,6 +51,7 @@ HARDWARE_NUMBERS = (
     "turbo_ghz",
     "all_core_ghz",
     "mem_gbs",
+    "ipc",
 )
 HARDWARE_FLAGS = ("meltdown", "erms", "vm_guest")
 # [topology]: the counts are integers; the clock and the memory may be fractions.

@@ -48,6 +48,7 @@ struct sim_hardware {
 	double turbo_ghz; /* the clock with one core busy */
 	double all_core_ghz; /* ... with every core busy (the turbo, not base) */
 	double mem_gbs; /* measured store bandwidth of a socket; 0: derive */
+	double ipc; /* instructions per clock, relative to a Skylake core */
 	bool meltdown; /* KPTI on every kernel entry (Linux >= 4.15) */
 	bool erms; /* rep stosb fills lines without reading them (no RFO) */
 	bool vm_guest; /* a guest: its misses pay two-dimensional walks */
@@ -79,6 +80,7 @@ struct sim_constants {
 	double lru_lock_lines; /* ... lru_lock holder */
 	double work_cv; /* share of a fault's work that varies */
 	double guest_miss_factor; /* a guest's miss with its 2-D walk share */
+	double ipc_weight; /* how much of a core's IPC kernel code gains */
 };
 
 /* The machine a run simulates: topology, facts and derived costs. */
@@ -89,6 +91,7 @@ struct sim_machine {
 	double ghz; /* base clock, every core busy */
 	double memory_gb;
 	double clock_ghz; /* the clock of this run's load (sim_machine_derive) */
+	double work_ghz; /* ... times the core's IPC gain on kernel code */
 	struct sim_hardware hw;
 	struct sim_constants k;
 	double miss_ns; /* a cold line, LLC or DRAM (sim_machine_derive) */
