@@ -160,7 +160,7 @@ def fit(
             constants[name] = unseen[name]
     return FitResult(
         constants=constants,
-        cost=cost([v for *_, v in res]),
+        cost=cost(values(key)),
         residuals=res,
         evaluations=len(seen),
         machines=list(only),

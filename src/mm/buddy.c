@@ -308,11 +308,28 @@ static bool page_is_buddy(const struct zone *zone, unsigned long buddy_pfn,
 }
 
 /*
+ * Whether the block at @pfn of @order, which found no free buddy, may
+ * merge soon: the buddy of the order + 1 block it belongs to is free. For
+ * an upper half that block starts at its lower buddy (pfn & buddy_pfn in
+ * the kernel), not at @pfn.
+ */
+static bool buddy_merge_likely(const struct zone *zone, unsigned long pfn,
+			       unsigned int order)
+{
+	unsigned long higher_page_pfn = pfn & ~(1UL << order);
+
+	if (order >= MAX_PAGE_ORDER - 1)
+		return false;
+	return page_is_buddy(zone, higher_page_pfn ^ (1UL << (order + 1)),
+			     order + 1);
+}
+
+/*
  * Return a block to the free lists, merging it with its free buddy for as
  * long as one exists. Blocks of pageblock size or more merge across
  * migratetypes only between the three pcp types, and the buddy's blocks
- * take the freed block's type. A block whose next-order buddy is free goes
- * to the list tail, so that it stays free for the likely merge.
+ * take the freed block's type. A block that may merge soon
+ * (buddy_merge_likely()) goes to the list tail, so that it stays free.
  */
 void __free_one_page(struct page *page, unsigned long pfn, struct zone *zone,
 		     unsigned int order, int migratetype, int fpi_flags)
@@ -350,18 +367,8 @@ void __free_one_page(struct page *page, unsigned long pfn, struct zone *zone,
 	}
 	page = pfn_to_page(pfn);
 
-	/*
-	 * buddy_merge_likely(): the buddy of the order + 1 block this one
-	 * would merge into. For an upper half that block starts at its
-	 * lower buddy, not at the freed block.
-	 */
-	to_tail = fpi_flags & FPI_TO_TAIL;
-	if (!to_tail && order < MAX_PAGE_ORDER - 1) {
-		unsigned long combined_pfn = pfn & ~(1UL << order);
-		unsigned long higher_pfn = combined_pfn ^ (1UL << (order + 1));
-
-		to_tail = page_is_buddy(zone, higher_pfn, order + 1);
-	}
+	to_tail = (fpi_flags & FPI_TO_TAIL) ||
+		  buddy_merge_likely(zone, pfn, order);
 	add_to_free_list(page, zone, order, migratetype, to_tail);
 }
 

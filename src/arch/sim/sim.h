@@ -80,7 +80,7 @@ struct sim_constants {
 	double lru_lock_lines; /* ... lru_lock holder */
 	double work_cv; /* share of a fault's work that varies */
 	double guest_miss_factor; /* a guest's miss with its 2-D walk share */
-	double ipc_weight; /* how much of a core's IPC kernel code gains */
+	double ipc_weight; /* how much of it the work outside the locks gains */
 };
 
 /* The machine a run simulates: topology, facts and derived costs. */
@@ -91,7 +91,7 @@ struct sim_machine {
 	double ghz; /* base clock, every core busy */
 	double memory_gb;
 	double clock_ghz; /* the clock of this run's load (sim_machine_derive) */
-	double work_ghz; /* ... times the core's IPC gain on kernel code */
+	double work_ghz; /* ... times the IPC gain outside the locks */
 	struct sim_hardware hw;
 	struct sim_constants k;
 	double miss_ns; /* a cold line, LLC or DRAM (sim_machine_derive) */
