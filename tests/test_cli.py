@@ -405,3 +405,24 @@ def test_sim_run_and_sweep_with_a_scale_max_schedule(pcplab, tmp_path):
     header = proc.stdout.splitlines()[0].split()
     assert "scale_max_steps.0.rmqueue_bulk.avg" in header
     assert "scale_max_steps.1.rmqueue_bulk.avg" in header
+
+
+def test_the_summary_gives_no_average_for_a_function_never_called() -> None:
+    """Count 0: the count is shown, its avg/p50/p99/max are n/a, not 0 ns."""
+    zero = {"count": 0, "total": 0, "avg": 0, "p50": 0, "p99": 0, "max": 0}
+    result = {
+        "latency_ns": {"rmqueue_bulk": zero},
+        "lock_hold_ns": {"zone_lock": zero},
+        "scale_max_steps": [
+            {
+                "t_s": 0,
+                "scale_max": 5,
+                "rmqueue_bulk": zero,
+                "free_pcppages_bulk": {**zero, "count": 2, "avg": 9},
+            }
+        ],
+    }
+    text = format_summary(result)
+    assert re.search(r"^\s+rmqueue_bulk\s+0(\s+n/a){4}$", text, re.M)
+    assert re.search(r"^\s+zone->lock\s+0(\s+n/a){3}$", text, re.M)
+    assert re.search(r"^\s+0\s+5\s+0\s+n/a\s+2\s+9$", text, re.M)

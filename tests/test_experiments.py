@@ -169,3 +169,21 @@ def test_an_experiment_that_needs_root_is_skipped_with_its_reason(monkeypatch):
         "vm.percpu_pagelist_high_fraction and needs root; run pcplab reproduce "
         "host as root"
     }
+
+
+def test_the_host_rows_leave_a_function_never_called_without_an_average() -> None:
+    """A run without a refill has no rmqueue_bulk average: n/a, said why, not 0 ns."""
+    host = importlib.import_module("pcplab.experiments.host")
+    none = {"count": 0, "total": 0, "avg": 0, "p50": 0, "p99": 0, "max": 0}
+    some = {"count": 4, "total": 400, "avg": 100, "p50": 90, "p99": 180, "max": 200}
+    results = [
+        {"throughput": {"pages_per_s": 5.0}, "latency_ns": {"rmqueue_bulk": stats}}
+        for stats in (none, some)
+    ]
+    rows = [host.row("page_fault1", 0, "native", r) for r in results]
+    assert [r["rmqueue_bulk_avg_ns"] for r in rows] == [None, 100]
+    assert [r["rmqueue_bulk_p99_ns"] for r in rows] == [None, 180]
+    table = host.text(rows, {})
+    assert "n/a" in table.splitlines()[1] and "n/a" not in table.splitlines()[2]
+    assert table.endswith("rmqueue_bulk n/a: no refill in the measured window\n")
+    assert "no refill" not in host.text(rows[1:], {})

@@ -77,7 +77,7 @@ def _cell(value: Any) -> str:
     """Format one cell of generic_text."""
     if isinstance(value, float):
         return f"{value:.2f}"
-    return "" if value is None else str(value)
+    return "n/a" if value is None else str(value)
 
 
 def with_errors(row: dict[str, Any], pairs: dict[str, str]) -> dict[str, Any]:

@@ -29,6 +29,13 @@ def flatten(result: dict[str, Any]) -> dict[str, Any]:
     return flat
 
 
+def per_call(stats: dict[str, Any]) -> dict[str, Any]:
+    """Return a function's STATS with its per-call statistics None if it had no call."""
+    if stats.get("count") != 0:
+        return stats
+    return {**stats, **{key: None for key in UNCOUNTED if key in stats}}
+
+
 def _is_nan(value: Any) -> bool:
     """Whether VALUE is a float NaN (pandas' mark of a null it read)."""
     return isinstance(value, float) and value != value

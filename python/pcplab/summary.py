@@ -8,6 +8,7 @@ from typing import Any
 
 from pcplab.funclatency import format_funclatency
 from pcplab.locktable import format_rows, model_rows
+from pcplab.results import per_call
 
 NA = "n/a"
 HISTOGRAMS = ("rmqueue_bulk", "free_pcppages_bulk")
@@ -106,7 +107,7 @@ def _latency(result: Mapping[str, Any]) -> list[str]:
     latency = result.get("latency_ns") or {}
     headers = ["function", "count", "avg", "p50", "p99", "max"]
     rows = [
-        [name] + [(stats or {}).get(h) for h in headers[1:]]
+        [name] + [per_call(stats or {}).get(h) for h in headers[1:]]
         for name, stats in latency.items()
     ]
     return format_table(headers, rows) if rows else [f"{INDENT}{NA}"]
@@ -130,7 +131,8 @@ def _lock_hold(result: Mapping[str, Any]) -> list[str]:
     locks = result.get("lock_hold_ns") or {}
     headers = ["lock", "count", "avg", "p99", "max"]
     rows = [
-        [name.replace("_lock", "->lock")] + [(stats or {}).get(h) for h in headers[1:]]
+        [name.replace("_lock", "->lock")]
+        + [per_call(stats or {}).get(h) for h in headers[1:]]
         for name, stats in locks.items()
     ]
     return format_table(headers, rows) if rows else [f"{INDENT}{NA}"]
@@ -164,9 +166,9 @@ def _steps(result: Mapping[str, Any]) -> list[str]:
             s.get("t_s"),
             s.get("scale_max"),
             s["rmqueue_bulk"].get("count"),
-            s["rmqueue_bulk"].get("avg"),
+            per_call(s["rmqueue_bulk"]).get("avg"),
             s["free_pcppages_bulk"].get("count"),
-            s["free_pcppages_bulk"].get("avg"),
+            per_call(s["free_pcppages_bulk"]).get("avg"),
         ]
         for s in result.get("scale_max_steps") or []
     ]

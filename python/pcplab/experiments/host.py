@@ -16,6 +16,7 @@ from pcplab import charts, runs
 from pcplab.experiments._common import load_experiment, own_name
 from pcplab.memguard import mem_available_bytes
 from pcplab.render import generic_text
+from pcplab.results import per_call
 
 NAME = own_name(__name__)
 ORDER = 9999  # no thread: after every one
@@ -49,28 +50,42 @@ def run(quick: bool, workers: int, *, scheduler: Any = None) -> list[dict[str, A
                 scheduler=scheduler,
                 desc="host model",
             )[0]
-            for engine_name, res in (("host", kernel), (exp["model_engine"], model)):
-                lat = (res.get("latency_ns") or {}).get("rmqueue_bulk") or {}
-                if not lat:  # the kernel's refills from tracepoint bursts
-                    refill = (res.get("tracing") or {}).get("refill") or {}
-                    lat = refill.get("span_ns") or {}
-                rows.append(
-                    {
-                        "workload": workload,
-                        "high_fraction": fraction,
-                        "engine": engine_name,
-                        "pages_per_s": res["throughput"]["pages_per_s"],
-                        "rmqueue_bulk_avg_ns": lat.get("avg"),
-                        "rmqueue_bulk_p99_ns": lat.get("p99"),
-                        "log2_hist": lat.get("log2_hist") or [],
-                    }
-                )
+            rows += [
+                row(workload, fraction, engine_name, res)
+                for engine_name, res in (("host", kernel), (exp["model_engine"], model))
+            ]
     return rows
 
 
+def row(workload: str, fraction: int, engine_name: str, res: dict) -> dict[str, Any]:
+    """Return one row: an engine's throughput and rmqueue_bulk in result RES.
+
+    The kernel's rmqueue_bulk is the refill bursts of its tracepoint where
+    it has no function timing; a run without a refill has no average (None,
+    not 0 ns).
+    """
+    lat = (res.get("latency_ns") or {}).get("rmqueue_bulk") or {}
+    if not lat:  # the kernel's refills from tracepoint bursts
+        refill = (res.get("tracing") or {}).get("refill") or {}
+        lat = refill.get("span_ns") or {}
+    lat = per_call(lat)
+    return {
+        "workload": workload,
+        "high_fraction": fraction,
+        "engine": engine_name,
+        "pages_per_s": res["throughput"]["pages_per_s"],
+        "rmqueue_bulk_avg_ns": lat.get("avg"),
+        "rmqueue_bulk_p99_ns": lat.get("p99"),
+        "log2_hist": lat.get("log2_hist") or [],
+    }
+
+
 def text(rows: list[dict[str, Any]], spec: dict[str, Any]) -> str:
-    """Return the rows' scalar fields as an aligned table."""
-    return generic_text(rows)
+    """Return the rows' scalar fields as an aligned table, n/a explained."""
+    table = generic_text(rows)
+    if any(r["rmqueue_bulk_avg_ns"] is None for r in rows):
+        table += "rmqueue_bulk n/a: no refill in the measured window\n"
+    return table
 
 
 # Each panel row: the row's key, its axis label, the factor to its unit.
