@@ -187,3 +187,35 @@ def test_the_host_rows_leave_a_function_never_called_without_an_average() -> Non
     assert "n/a" in table.splitlines()[1] and "n/a" not in table.splitlines()[2]
     assert table.endswith("rmqueue_bulk n/a: no refill in the measured window\n")
     assert "no refill" not in host.text(rows[1:], {})
+
+
+def test_the_2023_holds_split_into_a_part_per_call_and_a_part_per_page() -> None:
+    """Holds split as call + page x batch, model beside kernel, in fidelity.md."""
+    ying = importlib.import_module("pcplab.experiments.ying2023")
+    assert ying.hold_split([63, 255], [1.0 + 0.02 * 63, 1.0 + 0.02 * 255]) == (
+        pytest.approx(1.0),
+        pytest.approx(20.0),
+    )
+
+    def row(batch: int) -> dict:
+        """Return a 2023 row: model holds 0.5 us + 10 ns/page, the kernel's 2x."""
+        r = {"machine": "M", "batch": batch}
+        for key, _, stem in ying.FIGURES:
+            r[key] = 0.5 + 0.01 * batch if key.endswith("_us") else 1.0
+            r[f"{stem}_published"] = 2 * r[key]
+        return r
+
+    lines = ying.section([row(63), row(2047)], [])
+    assert "| M | 0.50 / 1.00 | 10.0 / 20.0 | 0.50 / 1.00 | 10.0 / 20.0 |" in lines
+    assert not any("per call" in x for x in ying.section([row(63)], []))
+
+
+def test_fidelity_out_keeps_the_prose_above_the_summary() -> None:
+    """--out FILE regenerates the summary and tables, not what was written above."""
+    prose = "# Fidelity\n\nWhat was tried.\n\n"
+    heading = fidelity_doc.SUMMARY_HEADING
+    old = f"{prose}{heading}\n\nold table\n"
+    new = f"{heading}\n\nnew table"
+    assert fidelity_doc.splice(old, new) == prose + new
+    assert fidelity_doc.splice("", new) == new
+    assert fidelity_doc.splice("no summary here\n", new) == new

@@ -515,7 +515,11 @@ cli.add_command(tune_command)  # pcplab tune --budget METRIC=LIMIT ...
     show_default=True,
     help="Also predict each machine with the constants fitted without it.",
 )
-@click.option("--out", metavar="FILE", help="Also write the Markdown to FILE.")
+@click.option(
+    "--out",
+    metavar="FILE",
+    help="Also write the Markdown to FILE, below the prose it has above its summary.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
 @click.option(
     "--output", "json_out", metavar="FILE", help="Also write the rows as JSON."
@@ -559,7 +563,9 @@ def fidelity_command(
     doc = {"in_sample": results, "left_out": cv}
     click.echo(json.dumps(doc, indent=1) if as_json else text)
     if out:
-        Path(out).write_text(text + "\n")
+        path = Path(out)
+        old = path.read_text() if path.exists() else ""
+        path.write_text(fidelity_doc.splice(old, text) + "\n")
     if json_out:
         Path(json_out).write_text(json.dumps(doc, indent=1) + "\n")
 

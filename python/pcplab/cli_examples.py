@@ -35,7 +35,7 @@ EXAMPLES = {
     ),
     "fidelity": _epilog(
         "pcplab fidelity --quick --no-left-out  # in-sample only, fast",
-        "pcplab fidelity --out docs/fidelity.md # the document",
+        "pcplab fidelity --out docs/fidelity.md # its tables, below its prose",
     ),
     "fit": _epilog(
         "pcplab fit --max-nfev 14               # refit constants.toml",

@@ -92,10 +92,13 @@ def render_verdict(results: Rows) -> list[str]:
     return md_table(header, [r + [""] * (4 - len(r)) for r in rows])
 
 
+SUMMARY_HEADING = "## Summary: each machine's worst row, in-sample and left out"
+
+
 def render_document(results: Rows, cv: Rows | None) -> str:
     """Return the summary, then every table (what `pcplab fidelity` prints)."""
     head = [
-        "## Summary: each machine's worst row, in-sample and left out",
+        SUMMARY_HEADING,
         "",
         "In-sample: the constants of constants.toml, fitted on every "
         "reference machine. Left out: for each machine, the constants fitted "
@@ -107,3 +110,13 @@ def render_document(results: Rows, cv: Rows | None) -> str:
     if results.keys() & set(experiments.fitted()):
         head += [render_summary(results, cv), ""]
     return "\n".join(head) + "\n" + render_markdown(results, cv)
+
+
+def splice(existing: str, generated: str) -> str:
+    """Return EXISTING's prose above its summary, then GENERATED (the tables).
+
+    docs/fidelity.md opens with what was tried and why, written by hand;
+    `pcplab fidelity --out` regenerates only what follows.
+    """
+    prose, found, _ = existing.partition(SUMMARY_HEADING)
+    return (prose if found else "") + generated

@@ -228,5 +228,45 @@ def section(rows: list[dict[str, Any]], cv: list[dict[str, Any]]) -> list[str]:
     for what in ("free avg", "free 99%", "alloc avg", "alloc 99%"):
         header += [what, "error"]
     lines += md_table(header, cells)
-    lines.append("")
+    lines += ["", *_split_section(rows)]
     return lines
+
+
+def hold_split(
+    batches: Sequence[float], holds_us: Sequence[float]
+) -> tuple[float, float]:
+    """Fit hold = per call + per page x batch by least squares: (us, ns)."""
+    import numpy as np  # polyfit: the maintained least-squares line
+
+    per_page, per_call = np.polyfit(batches, holds_us, 1)
+    return float(per_call), float(per_page) * 1000
+
+
+def _split_section(rows: list[dict[str, Any]]) -> list[str]:
+    """Return each machine's average holds split into per call and per page."""
+    cells = []
+    for machine, group in by_machine(rows).items():
+        if len({r["batch"] for r in group}) < 2:
+            continue
+        batches = [r["batch"] for r in group]
+        row = [machine]
+        for what in ("free_avg", "alloc_avg"):
+            model = hold_split(batches, [r[f"{what}_us"] for r in group])
+            kernel = hold_split(batches, [r[f"{what}_published"] for r in group])
+            row += [
+                f"{model[0]:.2f} / {kernel[0]:.2f}",
+                f"{model[1]:.1f} / {kernel[1]:.1f}",
+            ]
+        cells.append(row)
+    if not cells:
+        return []
+    header = ["machine", "free per call (us)", "free per page (ns)"]
+    header += ["alloc per call (us)", "alloc per page (ns)"]
+    return [
+        "Each average hold as a part per call plus a part per page (hold = "
+        "call + page x batch, least squares over the batches): in-sample / "
+        "published.",
+        "",
+        *md_table(header, cells),
+        "",
+    ]
