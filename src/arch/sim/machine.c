@@ -289,9 +289,9 @@ static int parse_hardware(const cJSON *h, char *err)
 
 /*
  * Cycles at the clock, on any core: clear_page()'s rep stos runs at the
- * core's store width, and code under a contended lock is a chain of
- * dependent loads (free-list and LRU pointers, the lines pulled from the
- * last holder) that a wider core cannot overlap.
+ * core's store width, and the LRU work under lru_lock is a chain of
+ * dependent loads (LRU list pointers, the lines pulled from the last
+ * holder) that a wider core cannot overlap.
  */
 static u64 cycles_ps(double cycles)
 {
@@ -299,10 +299,13 @@ static u64 cycles_ps(double cycles)
 }
 
 /*
- * Kernel code's cycles outside the locks, counted on a Skylake core: a
- * wider core retires the same code in fewer (its IPC, to the power
- * ipc_weight: the vendors' IPC figures come from SPEC-like suites, not
- * from the page allocator).
+ * Kernel code's cycles outside the locks, and the buddy's per-page work
+ * under zone->lock, counted on a Skylake core: a wider core retires the
+ * same code in fewer (its IPC, to the power ipc_weight: the vendors' IPC
+ * figures come from SPEC-like suites, not from the page allocator). The
+ * buddy's lines are mostly ones the holder touched moments before (the
+ * pages it freed to the pcp list, their neighbours): its cold lines are
+ * charged apart, as zone_page_misses.
  */
 static u64 work_ps(double cycles)
 {
@@ -365,10 +368,10 @@ void sim_machine_derive(const struct kernel_gen *gen, int tasks_per_node,
 	m->cost[COST_PCP_ALLOC] = work_ps(k->pcp_alloc_cycles);
 	m->cost[COST_PCP_FREE] = work_ps(k->pcp_free_cycles);
 	m->cost[COST_BUDDY_ALLOC_PAGE] =
-		cycles_ps(k->zone_alloc_page_cycles * zone_cycles) +
+		work_ps(k->zone_alloc_page_cycles * zone_cycles) +
 		ns_ps(k->zone_page_misses * m->miss_ns);
 	m->cost[COST_BUDDY_FREE_PAGE] =
-		cycles_ps(k->zone_free_page_cycles * zone_cycles) +
+		work_ps(k->zone_free_page_cycles * zone_cycles) +
 		ns_ps(k->zone_page_misses * m->miss_ns);
 	m->cost[COST_LRU_ADD_PAGE] = cycles_ps(k->lru_page_cycles);
 	m->cost[COST_LRU_DEL_PAGE] = cycles_ps(k->lru_page_cycles);
