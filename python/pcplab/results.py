@@ -16,17 +16,12 @@ def flatten(result: dict[str, Any]) -> dict[str, Any]:
     """
     import pandas as pd  # json_normalize: the maintained nested-JSON flattener
 
-    row = pd.json_normalize(result, sep=".").iloc[0].to_dict()
-    flat = {
+    row = pd.json_normalize(_per_call_everywhere(result), sep=".").iloc[0]
+    return {
         key: (None if _is_nan(value) else value)
-        for key, value in row.items()
+        for key, value in row.to_dict().items()
         if not isinstance(value, (list, dict))
     }
-    for key in flat:
-        parent, _, stat = key.rpartition(".")
-        if stat in UNCOUNTED and flat.get(f"{parent}.count") == 0:
-            flat[key] = None
-    return flat
 
 
 def per_call(stats: dict[str, Any]) -> dict[str, Any]:
@@ -34,6 +29,13 @@ def per_call(stats: dict[str, Any]) -> dict[str, Any]:
     if stats.get("count") != 0:
         return stats
     return {**stats, **{key: None for key in UNCOUNTED if key in stats}}
+
+
+def _per_call_everywhere(value: Any) -> Any:
+    """Return VALUE with per_call() applied to every mapping in it."""
+    if not isinstance(value, dict):
+        return value
+    return per_call({key: _per_call_everywhere(v) for key, v in value.items()})
 
 
 def _is_nan(value: Any) -> bool:
