@@ -81,6 +81,7 @@ struct sim_constants {
 	double work_cv; /* share of a fault's work that varies */
 	double guest_miss_factor; /* a guest's miss with its 2-D walk share */
 	double ipc_weight; /* how much of it the work outside the locks gains */
+	double zone_ipc_weight; /* ... and the buddy's per-page work */
 };
 
 /* The machine a run simulates: topology, facts and derived costs. */
@@ -92,6 +93,7 @@ struct sim_machine {
 	double memory_gb;
 	double clock_ghz; /* the clock of this run's load (sim_machine_derive) */
 	double work_ghz; /* ... times the IPC gain outside the locks */
+	double zone_work_ghz; /* ... times the buddy's IPC gain */
 	struct sim_hardware hw;
 	struct sim_constants k;
 	double miss_ns; /* a cold line, LLC or DRAM (sim_machine_derive) */
