@@ -300,29 +300,29 @@ static u64 cycles_ps(double cycles)
 }
 
 /*
- * Kernel code's cycles outside the locks, counted on a Skylake core: a
- * wider core retires the same code in fewer (its IPC, to the power
- * ipc_weight: the vendors' IPC figures come from SPEC-like suites, not
- * from the page allocator).
+ * Kernel code's cycles counted on a Skylake core: a wider core retires the
+ * same code in fewer, its published IPC to the power @weight (the vendors'
+ * IPC figures come from SPEC-like suites, not from the page allocator).
+ * Code outside the locks takes ipc_weight. The buddy's per-page work under
+ * zone->lock takes zone_ipc_weight: its lines are mostly ones the holder
+ * touched moments before (the pages it freed to the pcp list, their
+ * neighbours; the cold ones are charged apart, as zone_page_misses), short
+ * chains of list and struct page updates that a wider window overlaps
+ * better than the fault's code; the kernel's free per page took 1.6x
+ * fewer cycles on Sapphire Rapids than on the two Skylake-core parts of
+ * the same table (docs/fidelity.md).
  */
-static u64 work_ps(double cycles)
+static u64 ipc_ps(double cycles, double weight)
 {
-	return (u64)llround(cycles * 1000.0 / sim_machine.work_ghz);
+	return (u64)llround(
+		cycles * 1000.0 /
+		(sim_machine.clock_ghz * pow(sim_machine.hw.ipc, weight)));
 }
 
-/*
- * The buddy's per-page work under zone->lock, on a Skylake core: its
- * lines are mostly ones the holder touched moments before (the pages it
- * freed to the pcp list, their neighbours; the cold ones are charged
- * apart, as zone_page_misses), short chains of list and struct page
- * updates that a wider window overlaps better than the fault's code does,
- * so it has a weight of its own on the same published IPC: the kernel's
- * free per page took 1.6x fewer cycles on Sapphire Rapids than on the two
- * Skylake-core parts of the same table (docs/fidelity.md).
- */
-static u64 zone_work_ps(double cycles)
+/* Code outside the locks (ipc_ps() with ipc_weight). */
+static u64 work_ps(double cycles)
 {
-	return (u64)llround(cycles * 1000.0 / sim_machine.zone_work_ghz);
+	return ipc_ps(cycles, sim_machine.k.ipc_weight);
 }
 
 static u64 ns_ps(double ns)
@@ -371,7 +371,6 @@ void sim_machine_derive(const struct kernel_gen *gen, int tasks_per_node,
 		hw->all_core_ghz +
 		fmax(0, hw->turbo_ghz - hw->all_core_ghz) * (1 - busy_share);
 	m->work_ghz = m->clock_ghz * pow(hw->ipc, k->ipc_weight);
-	m->zone_work_ghz = m->clock_ghz * pow(hw->ipc, k->zone_ipc_weight);
 	m->miss_ns = hit * hw->llc_ns + (1 - hit) * dram;
 	if (hw->meltdown)
 		fault += k->kpti_fault_cycles;
@@ -382,10 +381,12 @@ void sim_machine_derive(const struct kernel_gen *gen, int tasks_per_node,
 	m->cost[COST_PCP_ALLOC] = work_ps(k->pcp_alloc_cycles);
 	m->cost[COST_PCP_FREE] = work_ps(k->pcp_free_cycles);
 	m->cost[COST_BUDDY_ALLOC_PAGE] =
-		zone_work_ps(k->zone_alloc_page_cycles * zone_cycles) +
+		ipc_ps(k->zone_alloc_page_cycles * zone_cycles,
+		       k->zone_ipc_weight) +
 		ns_ps(k->zone_page_misses * m->miss_ns);
 	m->cost[COST_BUDDY_FREE_PAGE] =
-		zone_work_ps(k->zone_free_page_cycles * zone_cycles) +
+		ipc_ps(k->zone_free_page_cycles * zone_cycles,
+		       k->zone_ipc_weight) +
 		ns_ps(k->zone_page_misses * m->miss_ns);
 	m->cost[COST_LRU_ADD_PAGE] = cycles_ps(k->lru_page_cycles);
 	m->cost[COST_LRU_DEL_PAGE] = cycles_ps(k->lru_page_cycles);
