@@ -39,7 +39,7 @@ EXAMPLES = {
     ),
     "fit": _epilog(
         "pcplab fit --max-nfev 14               # refit constants.toml",
-        "pcplab fit --max-nfev 0 --cross-validate 2  # the left-out folds",
+        "pcplab fit --max-nfev 0 --cross-validate 4  # the left-out folds",
         "pcplab fit --max-nfev 0 --jacobian     # is the fit at an optimum?",
     ),
     "calibrate": _epilog(
