@@ -370,7 +370,6 @@ void sim_machine_derive(const struct kernel_gen *gen, int tasks_per_node,
 	m->clock_ghz =
 		hw->all_core_ghz +
 		fmax(0, hw->turbo_ghz - hw->all_core_ghz) * (1 - busy_share);
-	m->work_ghz = m->clock_ghz * pow(hw->ipc, k->ipc_weight);
 	m->miss_ns = hit * hw->llc_ns + (1 - hit) * dram;
 	if (hw->meltdown)
 		fault += k->kpti_fault_cycles;
@@ -505,7 +504,9 @@ cJSON *sim_machine_json(void)
 	cJSON_AddNumberToObject(t, "ghz", m->ghz);
 	cJSON_AddNumberToObject(t, "memory_gb", m->memory_gb);
 	cJSON_AddNumberToObject(t, "clock_ghz", m->clock_ghz);
-	cJSON_AddNumberToObject(t, "work_ghz", m->work_ghz);
+	/* the clock code outside the locks runs at, as work_ps() charges it */
+	cJSON_AddNumberToObject(t, "work_ghz",
+				m->clock_ghz * pow(m->hw.ipc, m->k.ipc_weight));
 	h = cJSON_AddObjectToObject(o, "hardware");
 	for (size_t i = 0; i < ARRAY_SIZE(hardware_keys); i++)
 		cJSON_AddNumberToObject(

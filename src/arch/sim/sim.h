@@ -92,7 +92,6 @@ struct sim_machine {
 	double ghz; /* base clock, every core busy */
 	double memory_gb;
 	double clock_ghz; /* the clock of this run's load (sim_machine_derive) */
-	double work_ghz; /* ... times the IPC gain outside the locks */
 	struct sim_hardware hw;
 	struct sim_constants k;
 	double miss_ns; /* a cold line, LLC or DRAM (sim_machine_derive) */
