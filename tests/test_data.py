@@ -14,11 +14,19 @@ import pcplab
 from conftest import require
 from pcplab import data, experiments
 from pcplab.errors import BadInput
+from pcplab.experiments._common import heldout_rows
 
 CHECKOUT = Path(__file__).resolve().parents[1]
 SOURCE_REFERENCE = CHECKOUT / "python" / "pcplab" / "reference"
 SHARED_REFERENCE = CHECKOUT.parent / "shared" / "reference"
-EXPERIMENTS = ("aaron2018", "ying2023", "yafang2024", "hahn2025", "host")
+EXPERIMENTS = (
+    "aaron2018",
+    "aaron2018prefetch",
+    "ying2023",
+    "yafang2024",
+    "hahn2025",
+    "host",
+)
 
 
 def _unset_data_env(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -55,6 +63,28 @@ def test_reference_readme_names_every_csv() -> None:
         assert f"`{path.name}`" in readme, path.name
 
 
+def test_heldout_readme_names_every_csv_and_no_fit_reads_them() -> None:
+    """The held-out CSVs say where they come from; no fitted experiment names one."""
+    readme = (data.HELDOUT / "README.md").read_text()
+    held = [path.stem for path in data.HELDOUT.glob("*.csv")]
+    assert held
+    for stem in held:
+        assert f"`{stem}.csv`" in readme, stem
+    readers = [
+        name
+        for name in experiments.names()
+        if experiments.load_experiment(name).get("heldout") in held
+    ]
+    assert readers
+    assert not set(readers) & set(experiments.fitted())
+
+
+def test_a_missing_heldout_csv_is_refused() -> None:
+    """A held-out name with no CSV gets one line naming the directory."""
+    with pytest.raises(BadInput, match=r"held-out figures .* have no nothing\.csv"):
+        data.heldout_file("nothing")
+
+
 def test_the_package_holds_its_data(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without the variables, both directories are inside the imported package."""
     _unset_data_env(monkeypatch)
@@ -65,7 +95,9 @@ def test_the_package_holds_its_data(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in EXPERIMENTS:
         exp = experiments.load_experiment(name)
         assert exp["name"] == name
-        if name != "host":  # the host experiment has no published figures
+        if "heldout" in exp:  # published, never fitted on
+            assert heldout_rows(exp["heldout"])
+        elif name != "host":  # the host experiment has no published figures
             assert experiments.reference_rows(exp["reference"])
 
 

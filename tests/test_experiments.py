@@ -114,10 +114,18 @@ def tiny(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_the_registry_finds_the_shipped_experiments() -> None:
     """Every shipped experiment, in ORDER; the fitted and the published ones."""
-    names = ["aaron2018", "ying2023", "yafang2024", "hahn2025", "policies", "host"]
+    names = [
+        "aaron2018",
+        "aaron2018prefetch",
+        "ying2023",
+        "yafang2024",
+        "hahn2025",
+        "policies",
+        "host",
+    ]
     assert experiments.names() == names
-    assert experiments.fitted() == names[:3]
-    assert experiments.published() == names[:4]
+    assert experiments.fitted() == ["aaron2018", "ying2023", "yafang2024"]
+    assert experiments.published() == names[:5]
     assert {"score", "throughput", "avg", "ratio"} <= set(experiments.kinds())
     assert experiments.get("host").needs_root
     assert "extra_machines" in experiments.get("aaron2018").options
@@ -125,7 +133,12 @@ def test_the_registry_finds_the_shipped_experiments() -> None:
 
 def test_a_new_module_and_toml_make_an_experiment(tiny: Path, capsys) -> None:
     """tiny.py and tiny.toml alone: reproduce, fidelity and the fit take it."""
-    assert experiments.names()[:3] == ["aaron2018", "tiny", "ying2023"]
+    assert experiments.names()[:4] == [
+        "aaron2018",
+        "aaron2018prefetch",
+        "tiny",
+        "ying2023",
+    ]
     assert "tiny" in experiments.fitted() and "tiny" in experiments.published()
     out = tiny / "report"
     assert main(["reproduce", "tiny", "--quick", "--out", str(out), "--jobs", "1"]) == 0
@@ -226,3 +239,25 @@ def test_fidelity_out_keeps_the_prose_above_the_summary() -> None:
     assert fidelity_doc.splice(old, new) == prose + new
     assert fidelity_doc.splice("", new) == new
     assert fidelity_doc.splice("no summary here\n", new) == new
+
+
+def test_the_summary_lists_held_out_machines_with_their_one_figure() -> None:
+    """A held-out machine's figure is a prediction: 'not fitted', then its error."""
+    rows = [
+        {"machine": "Broadwell(2S)", "score": 1.0e7, "score_published": 1.0e7},
+        {"machine": "Skylake(2S)", "score": 9.6e6, "score_published": 8.0e6},
+    ]
+    for r in rows:
+        r["ratio"] = r["score"] / rows[0]["score"]
+        r["ratio_published"] = r["score_published"] / rows[0]["score_published"]
+    summary = fidelity_doc.render_summary({"aaron2018prefetch": rows}, None)
+    assert (
+        "| Skylake(2S) | score (held out) (10%) | not fitted | +20.0% at 31 | **no** |"
+        in summary
+    )
+    assert (
+        "| Broadwell(2S) | score (held out) (10%) | not fitted | +0.0% at 31 | yes |"
+        in (summary)
+    )
+    assert "Skylake(2S) | score over the anchor's (held out) (10%)" in summary
+    assert "Broadwell(2S) | score over the anchor's" not in summary  # the anchor itself

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 import tomli_w
 
-from pcplab import data, experiments
+from pcplab import data, experiments, fidelity
+from pcplab.experiments._common import heldout_rows
 
 EXPERIMENTS = data.EXPERIMENTS  # the experiments the installed package ships
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -144,6 +145,47 @@ def test_aaron2018_layout_and_rows(pcplab, tmp_path: Path, monkeypatch) -> None:
     _check_png(out / "aaron2018_throughput.png")
     index = _check_index(out)
     assert AARON_HEADER in index
+
+
+def test_aaron2018prefetch_predicts_two_machines_no_fit_has_seen(
+    pcplab, tmp_path: Path, monkeypatch
+) -> None:
+    """Four servers against the thread's both-patch row; two never fitted on."""
+    monkeypatch.setenv(
+        "PCPLAB_EXPERIMENTS",
+        str(_tiny_experiments(tmp_path, {"aaron2018prefetch": {"duration_s": 0.1}})),
+    )
+    out = tmp_path / "report"
+    proc = pcplab(
+        "reproduce", "aaron2018prefetch", "--quick", "--out", out, "--seeds", 1
+    )
+    assert proc.returncode == 0, proc.stderr
+    rows = {r["machine"]: r for r in _csv_rows(out / "aaron2018prefetch.csv")}
+    held = heldout_rows("aaron2018prefetch_page_fault1")
+    both = {
+        r["machine"]: float(r["score"]) for r in held if r["patches"] == "pick+prefetch"
+    }
+    assert set(rows) == set(both)
+    fitted = {m: r["fitted"] == "True" for m, r in rows.items()}
+    assert fitted == {
+        "Broadwell(2S)": True,
+        "Skylake(4S)": True,
+        "Skylake(2S)": False,
+        "Broadwell(4S)": False,
+    }
+    # the unseen machines are in no row the fit reads
+    assert not {"Skylake(2S)", "Broadwell(4S)"} & set(fidelity.reference_machines())
+    anchor = rows["Broadwell(2S)"]
+    for machine, row in rows.items():
+        assert float(row["score_published"]) == both[machine]
+        assert float(row["score"]) > 0
+        assert float(row["ratio"]) == pytest.approx(
+            float(row["score"]) / float(anchor["score"])
+        )
+        assert float(row["ratio_published"]) == pytest.approx(
+            both[machine] / both["Broadwell(2S)"]
+        )
+    assert "Broadwell(4S)   lkp-bdw-ex1" in proc.stdout
 
 
 def test_hahn2025_policies(pcplab, tmp_path: Path, monkeypatch) -> None:

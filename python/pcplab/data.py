@@ -1,7 +1,9 @@
 """Where the published figures and the experiment specs are read from.
 
 Both ship inside the package (pcplab/reference/*.csv, pcplab/experiments/*.toml),
-so an installed pcplab reproduces the threads from any directory. The
+so an installed pcplab reproduces the threads from any directory. So do the
+held-out figures (pcplab/heldout/*.csv): published, like the reference's,
+but never fitted on, so that they judge the model on machines it has not seen. The
 published figures come from `--reference DIR`, else $PCPLAB_REFERENCE, else
 the package's copy; the experiment specs from $PCPLAB_EXPERIMENTS, else the
 package's copy.
@@ -18,6 +20,7 @@ from pcplab.errors import BadInput
 
 PACKAGE = Path(__file__).resolve().parent
 REFERENCE = PACKAGE / "reference"
+HELDOUT = PACKAGE / "heldout"  # published figures the fit never reads
 EXPERIMENTS = PACKAGE / "experiments"
 _chosen: list[Path] = []  # the --reference of the running command, if any
 
@@ -89,4 +92,12 @@ def reference_file(name: str) -> Path:
             f"the reference directory {path.parent} has no {name}.csv; give one "
             f"holding every CSV of {REFERENCE}"
         )
+    return path
+
+
+def heldout_file(name: str) -> Path:
+    """Return the held-out CSV NAME.csv (never fitted on), or refuse in one line."""
+    path = HELDOUT / f"{name}.csv"
+    if not path.is_file():
+        raise BadInput(f"the held-out figures {HELDOUT} have no {name}.csv")
     return path

@@ -5,7 +5,9 @@ the left-out figure runs, for each machine, the constants fitted without it
 (machines/crossval.toml, `pcplab fit --cross-validate`): what the model
 predicts for a machine it has never seen. The summary gives each machine's
 worst row per kind of figure against its tolerance, which the experiment's
-module names (pcplab.experiments).
+module names (pcplab.experiments); the machines of the held-out figures
+(pcplab/heldout/, under their threads' names), which no fit reads, follow
+with their one figure.
 """
 
 from __future__ import annotations
@@ -49,6 +51,16 @@ def render_summary(results: Rows, cv: Rows | None) -> str:
                     "-" if o is None else ("yes" if abs(o[1]) <= 1 else "**no**"),
                 ]
             )
+    # held-out figures (a thread's own machine names): no fit reads them, so
+    # their one figure, from the full fit's constants, is a left-out one
+    for machine, worst in inside.items():
+        if machine in reference_machines():
+            continue
+        for kind, (what, r) in worst.items():
+            k = kinds[kind]
+            at = f"{k.error(r)} at {what.split('@')[1]}"
+            within = "yes" if abs(r) <= 1 else "**no**"
+            rows.append([machine, f"{k.label} ({k.bound()})", "not fitted", at, within])
     header = ["machine", "figure (tolerance)", "in-sample worst", "left out worst"]
     return "\n".join(md_table([*header, "within"], rows))
 
@@ -104,7 +116,9 @@ def render_document(results: Rows, cv: Rows | None) -> str:
         "reference machine. Left out: for each machine, the constants fitted "
         "without it (crossval.toml), i.e. the model's prediction for a machine "
         "it has not seen. `within`: the left-out worst row is inside the "
-        "tolerance.",
+        "tolerance. Below the reference machines, the held-out figures "
+        "(pcplab/heldout/, under their threads' machine names), which no fit "
+        "reads: their figure from constants.toml is already a prediction.",
         "",
     ]
     if results.keys() & set(experiments.fitted()):

@@ -75,8 +75,18 @@ COST_NAMES = (
 LOCKS = ("queued", "ticket")
 # The facts every microarchitecture of uarch.toml gives (mem_gbs is measured).
 TABLE_FACTS = (*(k for k in HARDWARE_NUMBERS if k != "mem_gbs"), "meltdown", "erms")
-# Facts of a CPU model ([cpu."..."] in uarch.toml) that a profile may also give.
-PART_FACTS = ("llc_mb", "mem_channels", "mem_mts", "turbo_ghz", "all_core_ghz")
+# Facts of a CPU model ([cpu."..."] in uarch.toml) that a profile may also give:
+# the part's cache, memory and clocks, and its platform's DRAM latency (an
+# E7's memory buffers add to the E5's, on the same die).
+PART_FACTS = (
+    "llc_mb",
+    "mem_channels",
+    "mem_mts",
+    "turbo_ghz",
+    "all_core_ghz",
+    "dram_ns",
+    "remote_dram_ns",
+)
 
 
 def user_dir() -> Path:

@@ -29,6 +29,12 @@ def reference_rows(name: str) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
+def heldout_rows(name: str) -> list[dict[str, str]]:
+    """Return the rows of the held-out CSV NAME.csv (figures never fitted on)."""
+    with open(data.heldout_file(name), newline="") as f:
+        return list(csv.DictReader(f))
+
+
 def load_experiment(name: str) -> dict[str, Any]:
     """Return the experiment spec NAME.toml as a dict (its name added)."""
     with open(data.experiment_file(name), "rb") as f:
