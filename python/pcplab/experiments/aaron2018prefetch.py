@@ -10,8 +10,10 @@ in no reference CSV and their figures are never fitted on
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from pcplab import charts
 from pcplab.experiments._common import (
     heading,
     heldout_rows,
@@ -153,6 +155,78 @@ def text(rows: list[dict[str, Any]], spec: dict[str, Any]) -> str:
             )
         )
     return "\n".join(out) + "\n"
+
+
+def _published_runs(
+    exp: dict[str, Any], where: dict[str, int]
+) -> dict[str, list[dict[str, Any]]]:
+    """Return the thread's rows by kernel and patches, with scores over the anchor's.
+
+    Each row also has its machine's place on the axis (WHERE), as "x".
+    """
+    held = heldout_rows(exp["heldout"])
+    anchor = {
+        (r["kernel"], r["patches"]): float(r["score"])
+        for r in held
+        if r["machine"] == exp["anchor"]
+    }
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for r in held:
+        score = float(r["score"])
+        runs.setdefault(f"{r['kernel']} {r['patches']}", []).append(
+            {
+                "x": where[r["machine"]],
+                "score": score,
+                "ratio": score / anchor[(r["kernel"], r["patches"])],
+            }
+        )
+    return runs
+
+
+def plots(rows: list[dict[str, Any]], out: Path) -> list[Path]:
+    """Plot per server the model's score and ratio beside every published run.
+
+    The thread's runs: each kernel, with and without the patches; the ratio
+    is to the anchor's score in the same run.
+    """
+    exp = load_experiment(NAME)
+    where = {r["machine"]: i for i, r in enumerate(rows)}
+    runs = _published_runs(exp, where)
+    offs = charts.offsets(1 + len(runs))
+    model = charts.placed(rows, [where[r["machine"]] + offs[0] for r in rows])
+    ticks = charts.categories(
+        [f"{r['machine']}\n{'fitted' if r['fitted'] else 'unseen'}" for r in rows]
+    )
+    panels = []
+    for key, ylabel, scale in (
+        ("score", "page_fault1 score (M pages/s)", 1e-6),
+        ("ratio", f"score over {exp['anchor']}'s (ratio)", 1.0),
+    ):
+        series = [charts.model(model, "x", key, "model, 4.18", scale, style="points")]
+        for off, (label, group) in zip(offs[1:], runs.items(), strict=True):
+            placed = charts.placed(group, [r["x"] + off for r in group])
+            series.append(
+                charts.published(placed, "x", key, label, scale, style="points")
+            )
+        panels.append(
+            charts.Panel(
+                "the model against every published run",
+                "LKP server (fitted: its 2018 sweep is in the fit)",
+                ylabel,
+                series,
+                xticks=ticks,
+                from_zero=True,
+            )
+        )
+    return charts.draw(
+        charts.Figure(
+            out / f"{NAME}_scores",
+            f"{NAME}: page_fault1 at full load, two servers no fit has seen",
+            panels,
+            ncols=2,
+            size=(6.5, 4.0),
+        )
+    )
 
 
 def _effect(r: dict[str, Any], kernel: str, before: str, after: str) -> str:
