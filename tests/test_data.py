@@ -23,6 +23,7 @@ EXPERIMENTS = (
     "aaron2018",
     "aaron2018prefetch",
     "ying2023",
+    "ying2023zones",
     "yafang2024",
     "hahn2025",
     "host",

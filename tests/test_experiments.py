@@ -118,6 +118,7 @@ def test_the_registry_finds_the_shipped_experiments() -> None:
         "aaron2018",
         "aaron2018prefetch",
         "ying2023",
+        "ying2023zones",
         "yafang2024",
         "hahn2025",
         "policies",
@@ -125,7 +126,7 @@ def test_the_registry_finds_the_shipped_experiments() -> None:
     ]
     assert experiments.names() == names
     assert experiments.fitted() == ["aaron2018", "ying2023", "yafang2024"]
-    assert experiments.published() == names[:5]
+    assert experiments.published() == names[:6]
     assert {"score", "throughput", "avg", "ratio"} <= set(experiments.kinds())
     assert experiments.get("host").needs_root
     assert "extra_machines" in experiments.get("aaron2018").options
@@ -261,3 +262,18 @@ def test_the_summary_lists_held_out_machines_with_their_one_figure() -> None:
     )
     assert "Skylake(2S) | score over the anchor's (held out) (10%)" in summary
     assert "Broadwell(2S) | score over the anchor's" not in summary  # the anchor itself
+
+
+def test_ying2023zones_holds_the_model_to_the_mails_contention() -> None:
+    """One run at v6.3's defaults; its zone->lock beside the held-out 13.01%."""
+    from pcplab.experiments._common import heldout_rows
+
+    (row,) = experiments.get("ying2023zones").run(True, 1)
+    published = heldout_rows("ying2023zones_zone_lock")
+    one_zone = next(r for r in published if r["zone_instances"] == "1")
+    assert row["zone_published"] == float(one_zone["zone_lock_cycles_pct"])
+    assert 0 <= row["zone_contention"] <= 100 and row["score"] > 0
+    ((machine, what, residual),) = experiments.get("ying2023zones").residuals([row])
+    assert (machine, what) == ("Sapphire Rapids 2S", "heldout_zone@1")
+    assert residual == pytest.approx((row["zone_contention"] - 13.01) / 10)
+    assert "ying2023zones" not in experiments.fitted()

@@ -38,6 +38,7 @@ PUBLISHED = {
     "aaron2018prefetch_scores": [("heldout", 2)],  # the score and its ratio
     "ying2023_throughput": [("reference", 1)],
     "ying2023_hold_times": [("reference", 4)],  # free and alloc, avg and 99%
+    "ying2023zones_contention": [("heldout", 1)],  # one zone and four instances
     "yafang2024_histogram": [("histograms", 1), ("reference", 1)],
     "hahn2025_bogo_ops": [],
     "hahn2025_hold_times": [],
