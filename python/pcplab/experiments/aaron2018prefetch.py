@@ -51,8 +51,8 @@ def published(exp: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Return per machine its LKP host and its scores by (kernel, patches)."""
     out: dict[str, dict[str, Any]] = {}
     for row in heldout_rows(exp["heldout"]):
-        entry = out.setdefault(row["machine"], {"lkp_host": row["lkp_host"]})
-        entry[(row["kernel"], row["patches"])] = float(row["score"])
+        entry = out.setdefault(row["machine"], {"lkp_host": row["lkp_host"], "by": {}})
+        entry["by"][(row["kernel"], row["patches"])] = float(row["score"])
     return out
 
 
@@ -69,22 +69,20 @@ def run(quick: bool, workers: int, *, scheduler: Any = None) -> list[dict[str, A
     held = (exp["kernel_row"], exp["patches"])
     rows = []
     for (machine, profile), res in zip(machines, results, strict=True):
-        scores = figures[machine]
+        thread = figures[machine]
         rows.append(
             {
                 "machine": machine,
                 "profile": profile,
-                "lkp_host": scores["lkp_host"],
+                "lkp_host": thread["lkp_host"],
                 "fitted": profile in seen,
                 "score": res["throughput"]["ops_per_s"],
-                "score_published": scores[held],
+                "score_published": thread["by"][held],
                 "zone_contention": res["contention"]["zone_lock_pct"],
                 "lru_contention": res["contention"]["lru_lock_pct"],
                 **{
                     f"published_{kernel}_{patches}": score
-                    for (kernel, patches), score in (
-                        (k, v) for k, v in scores.items() if isinstance(k, tuple)
-                    )
+                    for (kernel, patches), score in thread["by"].items()
                 },
             }
         )
