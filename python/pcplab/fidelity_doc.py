@@ -17,7 +17,7 @@ from typing import Any
 from pcplab import experiments
 from pcplab.fidelity import reference_machines
 from pcplab.render import md_table
-from pcplab.tolerance import worst_by_machine
+from pcplab.tolerance import Kind, worst_by_machine
 
 Rows = dict[str, list[dict[str, Any]]]
 
@@ -32,35 +32,48 @@ def render_markdown(results: Rows, cv: Rows | None = None) -> str:
     return "\n".join(lines)
 
 
+def _at(kind: Kind, worst: tuple[str, float]) -> str:
+    """Format a worst row as its error and where it is ("+8.7% at 31")."""
+    what, r = worst
+    return f"{kind.error(r)} at {what.split('@')[1]}"
+
+
+def _within(r: float) -> str:
+    """Say whether a residual is inside its tolerance."""
+    return "yes" if abs(r) <= 1 else "**no**"
+
+
 def render_summary(results: Rows, cv: Rows | None) -> str:
     """Return each machine's worst row per figure, in-sample and left out."""
     inside = worst_by_machine(experiments.residuals(results))
     outside = worst_by_machine(experiments.residuals(cv or {}))
     kinds = experiments.kinds()
+    fitted = reference_machines()
     rows = []
-    for machine in reference_machines():
-        for kind, (what, r) in inside.get(machine, {}).items():
+    for machine in fitted:
+        for kind, worst in inside.get(machine, {}).items():
             k = kinds[kind]
             o = outside.get(machine, {}).get(kind)
             rows.append(
                 [
                     machine,
                     f"{k.label} ({k.bound()})",
-                    f"{k.error(r)} at {what.split('@')[1]}",
-                    "-" if o is None else f"{k.error(o[1])} at {o[0].split('@')[1]}",
-                    "-" if o is None else ("yes" if abs(o[1]) <= 1 else "**no**"),
+                    _at(k, worst),
+                    "-" if o is None else _at(k, o),
+                    "-" if o is None else _within(o[1]),
                 ]
             )
     # held-out figures (a thread's own machine names): no fit reads them, so
     # their one figure, from the full fit's constants, is a left-out one
-    for machine, worst in inside.items():
-        if machine in reference_machines():
+    for machine, worst_kinds in inside.items():
+        if machine in fitted:
             continue
-        for kind, (what, r) in worst.items():
+        for kind, worst in worst_kinds.items():
             k = kinds[kind]
-            at = f"{k.error(r)} at {what.split('@')[1]}"
-            within = "yes" if abs(r) <= 1 else "**no**"
-            rows.append([machine, f"{k.label} ({k.bound()})", "not fitted", at, within])
+            label = f"{k.label} ({k.bound()})"
+            rows.append(
+                [machine, label, "not fitted", _at(k, worst), _within(worst[1])]
+            )
     header = ["machine", "figure (tolerance)", "in-sample worst", "left out worst"]
     return "\n".join(md_table([*header, "within"], rows))
 

@@ -30,6 +30,7 @@ from pcplab.tolerance import Kind, Residual, add
 
 NAME = own_name(__name__)
 ORDER = 2018
+BATCH = 31  # every run's: 4.18's zone_batchsize() on these zones, as the thread ran
 KINDS = {
     "heldout_score": Kind(True, 0.10, "score (held out)"),
     "heldout_ratio": Kind(True, 0.10, "score over the anchor's (held out)"),
@@ -103,7 +104,7 @@ def residuals(rows: list[dict[str, Any]]) -> list[Residual]:
             KINDS,
             r["machine"],
             "heldout_score",
-            31,
+            BATCH,
             r["score"],
             r["score_published"],
         )
@@ -113,7 +114,7 @@ def residuals(rows: list[dict[str, Any]]) -> list[Residual]:
                 KINDS,
                 r["machine"],
                 "heldout_ratio",
-                31,
+                BATCH,
                 r["ratio"],
                 r["ratio_published"],
             )
@@ -158,26 +159,22 @@ def text(rows: list[dict[str, Any]], spec: dict[str, Any]) -> str:
 def _published_runs(
     exp: dict[str, Any], where: dict[str, int]
 ) -> dict[str, list[dict[str, Any]]]:
-    """Return the thread's rows by kernel and patches, with scores over the anchor's.
+    """Return the thread's scores by kernel and patches, with scores over the anchor's.
 
-    Each row also has its machine's place on the axis (WHERE), as "x".
+    Each has its machine's place on the axis (WHERE), as "x".
     """
-    held = heldout_rows(exp["heldout"])
-    anchor = {
-        (r["kernel"], r["patches"]): float(r["score"])
-        for r in held
-        if r["machine"] == exp["anchor"]
-    }
+    figures = published(exp)
+    anchor = figures[exp["anchor"]]["by"]
     runs: dict[str, list[dict[str, Any]]] = {}
-    for r in held:
-        score = float(r["score"])
-        runs.setdefault(f"{r['kernel']} {r['patches']}", []).append(
-            {
-                "x": where[r["machine"]],
-                "score": score,
-                "ratio": score / anchor[(r["kernel"], r["patches"])],
-            }
-        )
+    for machine, thread in figures.items():
+        for (kernel, patches), score in thread["by"].items():
+            runs.setdefault(f"{kernel} {patches}", []).append(
+                {
+                    "x": where[machine],
+                    "score": score,
+                    "ratio": score / anchor[(kernel, patches)],
+                }
+            )
     return runs
 
 

@@ -37,13 +37,13 @@ def run(quick: bool, workers: int, *, scheduler: Any = None) -> list[dict[str, A
     exp = load_experiment(NAME)
     spec = sim_spec(exp["profile"], **exp["spec"], **timing(mode_table(exp, quick)))
     (res,) = run_specs(NAME, [spec], workers, scheduler)
+    mail = heldout_rows(exp["heldout"])
     published = {
-        int(r["zone_instances"]): float(r["zone_lock_cycles_pct"])
-        for r in heldout_rows(exp["heldout"])
+        int(r["zone_instances"]): float(r["zone_lock_cycles_pct"]) for r in mail
     }
     return [
         {
-            "machine": heldout_rows(exp["heldout"])[0]["machine"],
+            "machine": mail[0]["machine"],
             "profile": exp["profile"],
             "zone_instances": 1,
             "score": res["throughput"]["ops_per_s"],
