@@ -58,11 +58,28 @@ def test_a_ratio_miss_counts_the_same_above_and_below():
 
 
 def test_worst_by_machine_keeps_the_largest_miss():
-    """Per machine and kind, the row with the largest |residual|."""
+    """Per machine and kind, the row that misses its tolerance most."""
     res = [("M", "score@31", 0.5), ("M", "score@63", -1.5), ("N", "zone@31", 0.1)]
-    worst = tolerance.worst_by_machine(res)
+    worst = tolerance.worst_by_machine(res, experiments.kinds())
     assert worst["M"]["score"] == ("score@63", -1.5)
     assert worst["N"]["zone"] == ("zone@31", 0.1)
+
+
+def test_a_percentage_tolerance_is_a_relative_error_either_way():
+    """-25% is within 30% and +31% is not, though log(0.75) is the larger."""
+    kinds = experiments.kinds()
+    hold = kinds["free_avg"]
+    low, high = hold.residual(75.0, 100.0), hold.residual(131.0, 100.0)
+    assert abs(low) > abs(high) > 1  # the fit's log measure
+    assert hold.within(low) and not hold.within(high)
+    assert hold.within(hold.residual(130.0, 100.0))  # the edge is inside
+    worst = tolerance.worst_by_machine(
+        [("M", "free_avg@63", low), ("M", "free_avg@255", high)], kinds
+    )
+    assert worst["M"]["free_avg"] == ("free_avg@255", high)
+    ratio = kinds["ratio"]  # a factor: 0.5x and 2x are its edges
+    assert ratio.within(ratio.residual(0.5, 1.0))
+    assert not ratio.within(ratio.residual(0.45, 1.0))
 
 
 def test_space_maps_constants_both_ways_within_bounds():

@@ -38,16 +38,16 @@ def _at(kind: Kind, worst: tuple[str, float]) -> str:
     return f"{kind.error(r)} at {what.split('@')[1]}"
 
 
-def _within(r: float) -> str:
+def _within(kind: Kind, r: float) -> str:
     """Say whether a residual is inside its tolerance."""
-    return "yes" if abs(r) <= 1 else "**no**"
+    return "yes" if kind.within(r) else "**no**"
 
 
 def render_summary(results: Rows, cv: Rows | None) -> str:
     """Return each machine's worst row per figure, in-sample and left out."""
-    inside = worst_by_machine(experiments.residuals(results))
-    outside = worst_by_machine(experiments.residuals(cv or {}))
     kinds = experiments.kinds()
+    inside = worst_by_machine(experiments.residuals(results), kinds)
+    outside = worst_by_machine(experiments.residuals(cv or {}), kinds)
     fitted = reference_machines()
     rows = []
     for machine in fitted:
@@ -60,7 +60,7 @@ def render_summary(results: Rows, cv: Rows | None) -> str:
                     f"{k.label} ({k.bound()})",
                     _at(k, worst),
                     "-" if o is None else _at(k, o),
-                    "-" if o is None else _within(o[1]),
+                    "-" if o is None else _within(k, o[1]),
                 ]
             )
     # held-out figures (a thread's own machine names): no fit reads them, so
@@ -72,7 +72,7 @@ def render_summary(results: Rows, cv: Rows | None) -> str:
             k = kinds[kind]
             label = f"{k.label} ({k.bound()})"
             rows.append(
-                [machine, label, "not fitted", _at(k, worst), _within(worst[1])]
+                [machine, label, "not fitted", _at(k, worst), _within(k, worst[1])]
             )
     header = ["machine", "figure (tolerance)", "in-sample worst", "left out worst"]
     return "\n".join(md_table([*header, "within"], rows))
@@ -97,13 +97,14 @@ def render_verdict(results: Rows) -> list[str]:
         for machine, what, r in residuals:
             by_machine.setdefault(machine, []).append((what, r))
         for machine, figures in by_machine.items():
-            hits = sum(abs(r) <= 1 for _, r in figures)
-            worst = worst_by_machine([(machine, w, r) for w, r in figures])[machine]
+            hits = sum(kinds[w.split("@")[0]].within(r) for w, r in figures)
+            theirs = [(machine, w, r) for w, r in figures]
+            worst = worst_by_machine(theirs, kinds)[machine]
             misses = [
                 f"{kinds[kind].label} {kinds[kind].error(r)} at {what.split('@')[1]} "
                 f"(tolerance {kinds[kind].bound()})"
                 for kind, (what, r) in worst.items()
-                if abs(r) > 1
+                if not kinds[kind].within(r)
             ]
             rows.append(
                 [

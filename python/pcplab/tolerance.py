@@ -1,10 +1,11 @@
 """The tolerances the model is held to, and every error in units of them.
 
 A figure of a machine the fit has not seen must be within its tolerance
-(docs/fidelity.md). Every error is divided by that tolerance, so a residual
-of magnitude at most 1 is a hit, whatever the figure. Ratios are compared
-in log space, so that a miss by 2x counts the same above and below; a
-ratio tolerance of 10% is a log ratio of log(1.10).
+(docs/fidelity.md). Every error is divided by that tolerance. The fit
+weighs ratios in log space, so that a miss by 2x counts the same above and
+below; a ratio tolerance of 10% is a log ratio of log(1.10). The verdict
+reads a tolerance as it is stated: "within 30%" is a relative error of at
+most 30% either way (-25% is within), "within 2x" a factor either way.
 
 Each experiment module (pcplab.experiments) names its own kinds of figure
 and computes its residuals with `add`; the registry gathers them.
@@ -45,6 +46,17 @@ class Kind:
             return f"{factor:.2f}x"
         return f"{100 * (factor - 1):+.1f}%"
 
+    def miss(self, residual: float) -> float:
+        """Return the error as a share of the tolerance as stated (1: at its edge)."""
+        if not self.ratio or self.tolerance >= 1:
+            return abs(residual)
+        factor = math.exp(residual * math.log1p(self.tolerance))
+        return abs(factor - 1) / self.tolerance
+
+    def within(self, residual: float) -> bool:
+        """Say whether an error is inside the tolerance as stated."""
+        return self.miss(residual) <= 1 + 1e-9  # +10.0% is within 10%
+
     def bound(self) -> str:
         """Say the tolerance."""
         if not self.ratio:
@@ -83,12 +95,14 @@ def error_pct(model: float, published: float) -> float | None:
     return 100.0 * (model - published) / published
 
 
-def worst_by_machine(res: list[Residual]) -> dict[str, dict[str, tuple[str, float]]]:
+def worst_by_machine(
+    res: list[Residual], kinds: dict[str, Kind]
+) -> dict[str, dict[str, tuple[str, float]]]:
     """Return, per machine and kind of figure, the row that misses most."""
     out: dict[str, dict[str, tuple[str, float]]] = {}
     for machine, what, value in res:
         kind = what.split("@")[0]
         best = out.setdefault(machine, {}).get(kind)
-        if best is None or abs(value) > abs(best[1]):
+        if best is None or kinds[kind].miss(value) > kinds[kind].miss(best[1]):
             out[machine][kind] = (what, value)
     return out
