@@ -116,6 +116,7 @@ def test_the_registry_finds_the_shipped_experiments() -> None:
     """Every shipped experiment, in ORDER; the fitted and the published ones."""
     names = [
         "aaron2018",
+        "aaron2018pf2",
         "aaron2018prefetch",
         "ying2023",
         "ying2023zones",
@@ -126,7 +127,7 @@ def test_the_registry_finds_the_shipped_experiments() -> None:
     ]
     assert experiments.names() == names
     assert experiments.fitted() == ["aaron2018", "ying2023", "yafang2024"]
-    assert experiments.published() == names[:6]
+    assert experiments.published() == names[:7]
     assert {"score", "throughput", "avg", "ratio"} <= set(experiments.kinds())
     assert experiments.get("host").needs_root
     assert "extra_machines" in experiments.get("aaron2018").options
@@ -134,8 +135,9 @@ def test_the_registry_finds_the_shipped_experiments() -> None:
 
 def test_a_new_module_and_toml_make_an_experiment(tiny: Path, capsys) -> None:
     """tiny.py and tiny.toml alone: reproduce, fidelity and the fit take it."""
-    assert experiments.names()[:4] == [
+    assert experiments.names()[:5] == [
         "aaron2018",
+        "aaron2018pf2",
         "aaron2018prefetch",
         "tiny",
         "ying2023",
@@ -277,3 +279,33 @@ def test_ying2023zones_holds_the_model_to_the_mails_contention() -> None:
     assert (machine, what) == ("Sapphire Rapids 2S", "heldout_zone@1")
     assert residual == pytest.approx((row["zone_contention"] - 13.01) / 10)
     assert "ying2023zones" not in experiments.fitted()
+
+
+def test_aaron2018pf2_scores_a_change_by_its_distance_from_the_range() -> None:
+    """Inside the published +10..+18% it is a hit; outside, points over 5."""
+    pf2 = experiments.get("aaron2018pf2")
+    published = {"batch_to": 63, "change_low": 10.0, "change_high": 18.0}
+    rows = [
+        {"machine": m, "change_63": c, **published}
+        for m, c in (("A", 16.0), ("B", 20.0), ("C", 4.0))
+    ]
+    got = {m: r for m, _, r in pf2.residuals(rows)}
+    assert got == pytest.approx({"A": 0.0, "B": 0.4, "C": -1.2})
+    assert "aaron2018pf2" not in experiments.fitted()
+
+
+def test_aaron2018pf2_runs_page_fault2_at_three_batches_on_both_servers() -> None:
+    """Each change is over the same server's batch-31 score; 63 eases zone->lock."""
+    from pcplab.experiments._common import heldout_rows
+
+    rows = experiments.get("aaron2018pf2").run(True, 2)
+    thread = heldout_rows("aaron2018pf2_change")
+    assert [r["machine"] for r in rows] == [r["machine"] for r in thread]
+    for r in rows:
+        for b in (63, 127):
+            assert r[f"change_{b}"] == pytest.approx(
+                100 * (r[f"score_{b}"] / r["score_31"] - 1)
+            )
+        assert r["zone_31"] > r["zone_63"]  # the point of a larger batch
+    fitted = {r["machine"]: r["fitted"] for r in rows}
+    assert fitted == {"Skylake(4S)": True, "Broadwell(4S)": False}

@@ -35,6 +35,7 @@ NUMBER = re.compile(r"^[−-]?[\d.]+(e[−-]?\d+)?$")
 PUBLISHED = {
     "aaron2018_throughput": [("reference", 1)],
     "aaron2018_contention": [("reference", 3)],  # zone, LRU and total
+    "aaron2018pf2_change": [("heldout", 2)],  # both ends of the range
     "aaron2018prefetch_scores": [("heldout", 2)],  # the score and its ratio
     "ying2023_throughput": [("reference", 1)],
     "ying2023_hold_times": [("reference", 4)],  # free and alloc, avg and 99%

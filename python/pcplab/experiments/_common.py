@@ -14,7 +14,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from pcplab import data, machines, runs
+from pcplab import charts, data, machines, runs
 from pcplab.errors import BadInput
 
 
@@ -41,6 +41,24 @@ def load_experiment(name: str) -> dict[str, Any]:
         spec = tomllib.load(f)
     spec["name"] = name
     return spec
+
+
+def fitted_profiles() -> set[str]:
+    """Return the profiles of the machines `pcplab fit` fits the constants on."""
+    from pcplab import experiments  # the registry imports every experiment
+
+    return {
+        profile
+        for name in experiments.fitted()
+        for profile in load_experiment(name).get("machines", {}).values()
+    }
+
+
+def server_ticks(rows: list[dict[str, Any]]) -> list[tuple[float, str]]:
+    """Return x ticks naming each row's machine and whether the fit has seen it."""
+    return charts.categories(
+        [f"{r['machine']}\n{'fitted' if r['fitted'] else 'unseen'}" for r in rows]
+    )
 
 
 def heading(name: str) -> list[str]:

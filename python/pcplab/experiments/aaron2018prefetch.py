@@ -15,6 +15,7 @@ from typing import Any
 
 from pcplab import charts
 from pcplab.experiments._common import (
+    fitted_profiles,
     heading,
     heldout_rows,
     load_experiment,
@@ -22,6 +23,7 @@ from pcplab.experiments._common import (
     own_name,
     profile_for,
     run_specs,
+    server_ticks,
     sim_spec,
     timing,
 )
@@ -35,17 +37,6 @@ KINDS = {
     "heldout_score": Kind(True, 0.10, "score (held out)"),
     "heldout_ratio": Kind(True, 0.10, "score over the anchor's (held out)"),
 }
-
-
-def fitted_profiles() -> set[str]:
-    """Return the profiles of the machines `pcplab fit` fits the constants on."""
-    from pcplab import experiments  # the registry imports this module
-
-    return {
-        profile
-        for name in experiments.fitted()
-        for profile in load_experiment(name).get("machines", {}).values()
-    }
 
 
 def published(exp: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -189,9 +180,7 @@ def plots(rows: list[dict[str, Any]], out: Path) -> list[Path]:
     runs = _published_runs(exp, where)
     offs = charts.offsets(1 + len(runs))
     model = charts.placed(rows, [where[r["machine"]] + offs[0] for r in rows])
-    ticks = charts.categories(
-        [f"{r['machine']}\n{'fitted' if r['fitted'] else 'unseen'}" for r in rows]
-    )
+    ticks = server_ticks(rows)
     panels = []
     for key, ylabel, scale in (
         ("score", "page_fault1 score (M pages/s)", 1e-6),
