@@ -43,13 +43,11 @@ def load_experiment(name: str) -> dict[str, Any]:
     return spec
 
 
-def fitted_profiles() -> set[str]:
-    """Return the profiles of the machines `pcplab fit` fits the constants on."""
-    from pcplab import experiments  # the registry imports every experiment
-
+def fitted_profiles(fitted: Sequence[str]) -> set[str]:
+    """Return the profiles of the machines of the FITTED experiments."""
     return {
         profile
-        for name in experiments.fitted()
+        for name in fitted
         for profile in load_experiment(name).get("machines", {}).values()
     }
 

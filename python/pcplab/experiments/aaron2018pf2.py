@@ -55,7 +55,9 @@ def run(quick: bool, workers: int, *, scheduler: Any = None) -> list[dict[str, A
         for b in BATCHES
     ]
     results = iter(run_specs(NAME, specs, workers, scheduler))
-    seen = fitted_profiles()
+    from pcplab import experiments  # the registry imports this module
+
+    seen = fitted_profiles(experiments.fitted())
     rows = []
     for r in thread:
         res = {b: next(results) for b in BATCHES}

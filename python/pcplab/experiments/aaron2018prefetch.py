@@ -57,7 +57,9 @@ def run(quick: bool, workers: int, *, scheduler: Any = None) -> list[dict[str, A
     results = run_specs(
         NAME, [sim_spec(profile, **base) for _, profile in machines], workers, scheduler
     )
-    seen = fitted_profiles()
+    from pcplab import experiments  # the registry imports this module
+
+    seen = fitted_profiles(experiments.fitted())
     held = (exp["kernel_row"], exp["patches"])
     rows = []
     for (machine, profile), res in zip(machines, results, strict=True):
