@@ -264,6 +264,10 @@ def test_the_summary_lists_held_out_machines_with_their_one_figure() -> None:
     )
     assert "Skylake(2S) | score over the anchor's (held out) (10%)" in summary
     assert "Broadwell(2S) | score over the anchor's" not in summary  # the anchor itself
+    assert summary.endswith(
+        "\nWithin tolerance: 0 of 0 reference rows in-sample, "
+        "0 left out; 1 of 3 held-out figures."
+    )
 
 
 def test_ying2023zones_holds_the_model_to_the_mails_contention() -> None:

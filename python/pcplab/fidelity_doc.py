@@ -50,10 +50,13 @@ def render_summary(results: Rows, cv: Rows | None) -> str:
     outside = worst_by_machine(experiments.residuals(cv or {}), kinds)
     fitted = reference_machines()
     rows = []
+    hits = {"in-sample": 0, "left out": 0, "held out": 0}
     for machine in fitted:
         for kind, worst in inside.get(machine, {}).items():
             k = kinds[kind]
             o = outside.get(machine, {}).get(kind)
+            hits["in-sample"] += k.within(worst[1])
+            hits["left out"] += o is not None and k.within(o[1])
             rows.append(
                 [
                     machine,
@@ -71,11 +74,18 @@ def render_summary(results: Rows, cv: Rows | None) -> str:
         for kind, worst in worst_kinds.items():
             k = kinds[kind]
             label = f"{k.label} ({k.bound()})"
+            hits["held out"] += k.within(worst[1])
             rows.append(
                 [machine, label, "not fitted", _at(k, worst), _within(k, worst[1])]
             )
     header = ["machine", "figure (tolerance)", "in-sample worst", "left out worst"]
-    return "\n".join(md_table([*header, "within"], rows))
+    held = sum(r[2] == "not fitted" for r in rows)
+    tally = (
+        f"Within tolerance: {hits['in-sample']} of {len(rows) - held} reference "
+        f"rows in-sample, {hits['left out']} left out; {hits['held out']} of "
+        f"{held} held-out figures."
+    )
+    return "\n".join([*md_table([*header, "within"], rows), "", tally])
 
 
 def render_verdict(results: Rows) -> list[str]:
