@@ -51,6 +51,7 @@ def render_summary(results: Rows, cv: Rows | None) -> str:
     fitted = reference_machines()
     rows = []
     hits = {"in-sample": 0, "left out": 0, "held out": 0}
+    held = 0
     for machine in fitted:
         for kind, worst in inside.get(machine, {}).items():
             k = kinds[kind]
@@ -75,11 +76,11 @@ def render_summary(results: Rows, cv: Rows | None) -> str:
             k = kinds[kind]
             label = f"{k.label} ({k.bound()})"
             hits["held out"] += k.within(worst[1])
+            held += 1
             rows.append(
                 [machine, label, "not fitted", _at(k, worst), _within(k, worst[1])]
             )
     header = ["machine", "figure (tolerance)", "in-sample worst", "left out worst"]
-    held = sum(r[2] == "not fitted" for r in rows)
     tally = (
         f"Within tolerance: {hits['in-sample']} of {len(rows) - held} reference "
         f"rows in-sample, {hits['left out']} left out; {hits['held out']} of "

@@ -28,6 +28,7 @@ from pcplab.experiments._common import (
     timing,
 )
 from pcplab.render import line, md_table
+from pcplab.stats import change_pct
 from pcplab.tolerance import Kind, Residual, add
 
 NAME = own_name(__name__)
@@ -39,18 +40,14 @@ KINDS = {"heldout_change": Kind(False, 5, "change from batch 31 (held out)")}
 BATCHES = (31, 63, 127)
 
 
-def _change(score: float, base: float) -> float:
-    """Return the change of SCORE over BASE in %."""
-    return 100.0 * (score / base - 1.0)
-
-
 def run(quick: bool, workers: int, *, scheduler: Any = None) -> list[dict[str, Any]]:
     """Run page_fault2 at full load, 4.18, at each batch, on the two servers."""
     exp = load_experiment(NAME)
     thread = heldout_rows(exp["heldout"])
+    profile = {r["machine"]: profile_for(exp, r["machine"]) for r in thread}
     base = {**exp["spec"], **timing(mode_table(exp, quick))}
     specs = [
-        sim_spec(profile_for(exp, r["machine"]), batch=b, **base)
+        sim_spec(profile[r["machine"]], batch=b, **base)
         for r in thread
         for b in BATCHES
     ]
@@ -66,12 +63,12 @@ def run(quick: bool, workers: int, *, scheduler: Any = None) -> list[dict[str, A
         rows.append(
             {
                 "machine": r["machine"],
-                "profile": profile_for(exp, r["machine"]),
+                "profile": profile[r["machine"]],
                 "lkp_host": r["lkp_host"],
-                "fitted": profile_for(exp, r["machine"]) in seen,
+                "fitted": profile[r["machine"]] in seen,
                 "batch_to": to,
                 **{f"score_{b}": score[b] for b in BATCHES},
-                **{f"change_{b}": _change(score[b], score[31]) for b in BATCHES[1:]},
+                **{f"change_{b}": change_pct(score[31], score[b]) for b in BATCHES[1:]},
                 "change_low": float(r["change_low_pct"]),
                 "change_high": float(r["change_high_pct"]),
                 **{

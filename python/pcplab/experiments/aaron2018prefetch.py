@@ -28,6 +28,7 @@ from pcplab.experiments._common import (
     timing,
 )
 from pcplab.render import err, line, md_table
+from pcplab.stats import change_pct
 from pcplab.tolerance import Kind, Residual, add
 
 NAME = own_name(__name__)
@@ -219,7 +220,7 @@ def _effect(r: dict[str, Any], kernel: str, before: str, after: str) -> str:
     """Return the published gain of a patch on KERNEL, or n/a if not published."""
     a = r.get(f"published_{kernel}_{before}")
     b = r.get(f"published_{kernel}_{after}")
-    return "n/a" if a is None or b is None else f"{100 * (b / a - 1):+.1f}%"
+    return "n/a" if a is None or b is None else f"{change_pct(a, b):+.1f}%"
 
 
 def section(rows: list[dict[str, Any]], cv: list[dict[str, Any]]) -> list[str]:
