@@ -118,6 +118,13 @@ CASES: list[tuple[str, str, tuple[str, ...], str]] = [
     ("fidelity", "--out", ("fidelity", "--out", "/dev/full"), "--out /dev/full"),
     ("fidelity", "--output", ("fidelity", "--output", "{tmp}/no/f.json"), "--output"),
     ("fidelity", "--json", ("fidelity", "--json=1"), "--json"),
+    ("fidelity", "--folds", ("fidelity", "--folds", "{tmp}"), "--folds .*directory"),
+    (
+        "fidelity",
+        "--folds",
+        ("fidelity", "--folds", "{tmp}/c.toml", "--no-left-out"),
+        "--no-left-out",
+    ),
     ("fidelity", "--reference", ("fidelity", "--reference", "{tmp}"), "machines.csv"),
     ("fidelity", "--help", ("fidelity", "--help=1"), "--help"),
     # fit
@@ -126,6 +133,14 @@ CASES: list[tuple[str, str, tuple[str, ...], str]] = [
     ("fit", "--cross-validate", ("fit", "--cross-validate", "-1"), "--cross-validate"),
     ("fit", "--jacobian", ("fit", "--jacobian=1"), "--jacobian"),
     ("fit", "--jobs", ("fit", "--jobs", FULL_WIDTH_4), "--jobs"),
+    ("fit", "--start", ("fit", "--start", "zero"), "--start"),
+    ("fit", "--leave-out", ("fit", "--leave-out", "Skylake-EX"), "--cross-validate"),
+    (
+        "fit",
+        "--leave-out",
+        ("fit", "--leave-out", "nosuch", "--cross-validate", "1"),
+        "nosuch: not a reference machine",
+    ),
     ("fit", "--out", ("fit", "--out", "/proc/fit"), "--out /proc/fit"),
     ("fit", "--out", ("fit", "--out", "/dev/full"), "not a directory"),
     ("fit", "--reference", ("fit", "--reference", "{tmp}"), "machines.csv"),

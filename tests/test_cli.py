@@ -43,6 +43,42 @@ def test_help_lists_the_commands(pcplab):
         assert re.search(r"^\s+run\s", proc.stdout, re.M)
 
 
+def _readme_synopsis() -> dict[str, str]:
+    """Return the README's "## Commands" block, split by command."""
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    block = readme.split("## Commands", 1)[1].split("```", 2)[1]
+    out: dict[str, str] = {}
+    name = None
+    for line in block.splitlines():
+        found = re.match(r"pcplab (\S+)", line)
+        name = found.group(1) if found else name
+        if name:
+            out[name] = out.get(name, "") + line + "\n"
+    return out
+
+
+def test_the_readme_synopsis_names_every_option_and_experiment():
+    """What a user reads under "Commands" is what each command takes."""
+    import click
+
+    from pcplab import cli, experiments, fidelity
+
+    synopsis = _readme_synopsis()
+    for name, command in cli.cli.commands.items():
+        assert name in synopsis, name
+        if isinstance(command, click.Group):
+            assert all(sub in synopsis[name] for sub in command.commands), name
+            continue
+        for param in command.params:
+            longs = [o for o in param.opts + param.secondary_opts if o[:2] == "--"]
+            if isinstance(param, click.Option) and "--help" not in longs:
+                assert any(o in synopsis[name] for o in longs), (name, longs)
+    for name in experiments.names():
+        assert name in synopsis["reproduce"], name
+    for name in fidelity.runners():
+        assert name in synopsis["fidelity"], name
+
+
 @pytest.mark.parametrize(
     ("args", "names"),
     [

@@ -93,6 +93,41 @@ def test_space_maps_constants_both_ways_within_bounds():
     assert lo["zone_lock_lines"] == pytest.approx(space.lo[0])
 
 
+def test_the_middle_start_is_the_geometric_middle_of_the_bounds():
+    """No published figure sets the middle: it is the bounds' own mean."""
+    space = fit.Space.from_file(["zone_lock_lines", "smt_factor"])
+    middle = space.middle()
+    for name, lo, hi in zip(space.names, space.lo, space.hi, strict=True):
+        assert middle[name] == pytest.approx(math.sqrt(lo * hi), rel=1e-4)
+
+
+def test_leave_out_fits_only_the_named_folds(monkeypatch):
+    """--leave-out runs that machine's fold alone, on every other machine."""
+    calls = []
+
+    def record(space, start, only, workers, max_nfev, log):
+        calls.append((dict(start), list(only)))
+        return fit.FitResult(dict(start), 0.0, [], 1, list(only))
+
+    monkeypatch.setattr(fit, "fit", record)
+    space = fit.Space.from_file(["smt_factor"])
+    folds = fit.cross_validate(space, space.middle(), 1, 1, leave_out=["Haswell-EP"])
+    everyone = list(fidelity.reference_machines())
+    assert list(folds) == ["Haswell-EP"]
+    assert calls == [(space.middle(), [m for m in everyone if m != "Haswell-EP"])]
+
+
+def test_folds_written_by_a_fit_are_read_back(tmp_path):
+    """`pcplab fidelity --folds` reads the crossval.toml `pcplab fit` writes."""
+    result = fit.FitResult({"smt_factor": 1.25}, 0.0, [], 1)
+    path = tmp_path / "crossval.toml"
+    fit.write_crossval(path, {"Haswell-EP": result}, "a test")
+    assert fit.crossval_constants(path) == {"Haswell-EP": {"smt_factor": 1.25}}
+    path.write_text('[left_out.Haswell-EP]\nsmt_factor = "fast"\n')
+    with pytest.raises(BadInput, match="positive constants"):
+        fit.crossval_constants(path)
+
+
 def test_an_unknown_constant_is_refused():
     """Only constants of the [fit] table can be fitted."""
     with pytest.raises(BadInput, match="cannot fit nosuch"):

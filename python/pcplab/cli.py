@@ -520,6 +520,13 @@ cli.add_command(tune_command)  # pcplab tune --budget METRIC=LIMIT ...
     metavar="FILE",
     help="Also write the Markdown to FILE, below the prose it has above its summary.",
 )
+@click.option(
+    "--folds",
+    "folds_file",
+    metavar="FILE",
+    help="The left-out constants of FILE, a crossval.toml `pcplab fit` wrote "
+    "(default: the package's); machines without a fold there are not left out.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
 @click.option(
     "--output", "json_out", metavar="FILE", help="Also write the rows as JSON."
@@ -530,6 +537,7 @@ def fidelity_command(
     quick: bool,
     jobs: int,
     left_out: bool,
+    folds_file: str | None,
     out: str | None,
     as_json: bool,
     json_out: str | None,
@@ -547,6 +555,9 @@ def fidelity_command(
         data.experiment_file(name)  # every spec is there before anything runs
     check_output_file(out, "--out")
     check_output_file(json_out, "--output")
+    if folds_file and not left_out:
+        raise BadInput("--folds gives left-out constants; drop --no-left-out")
+    fold_constants = fit.crossval_constants(Path(folds_file) if folds_file else None)
     results = {
         name: run_one(quick, jobs)
         for name, run_one in runners.items()
@@ -554,9 +565,7 @@ def fidelity_command(
     }
     owner = fidelity.reference_machines()
     folds = {
-        m: c
-        for m, c in fit.crossval_constants().items()
-        if left_out and owner.get(m) in results
+        m: c for m, c in fold_constants.items() if left_out and owner.get(m) in results
     }
     cv = fidelity.left_out(folds, quick, jobs)
     text = fidelity_doc.render_document(results, cv)
@@ -604,6 +613,21 @@ def fidelity_command(
     help="Also measure how every row moves with each constant (10% steps) and "
     "run the damped Gauss-Newton step it proposes: jacobian.json.",
 )
+@click.option(
+    "--start",
+    type=click.Choice(["fitted", "middle"]),
+    default="fitted",
+    show_default=True,
+    help="Where the searches start: constants.toml, or the geometric middle of "
+    "each constant's bounds (a fold from there has learnt nothing from the "
+    "machine it leaves out).",
+)
+@click.option(
+    "--leave-out",
+    metavar="MACHINE",
+    multiple=True,
+    help="With --cross-validate: only this machine's fold (repeatable).",
+)
 @click.option("--jobs", type=AsciiIntRange(1, 256), default=2, show_default=True)
 @click.option(
     "--out",
@@ -618,6 +642,8 @@ def fit_command(
     max_nfev: int,
     folds_nfev: int,
     jacobian: bool,
+    start: str,
+    leave_out: tuple[str, ...],
     jobs: int,
     out: str,
 ) -> None:
@@ -629,22 +655,35 @@ def fit_command(
     """
     from pcplab import fidelity, fit
 
+    if leave_out and not folds_nfev:
+        raise BadInput("--leave-out names a fold to refit; give --cross-validate N too")
+    everyone = list(fidelity.reference_machines())
+    unknown = sorted(set(leave_out) - set(everyone))
+    if unknown:
+        raise BadInput(
+            f"--leave-out {', '.join(unknown)}: not a reference machine; "
+            f"known: {', '.join(everyone)}"
+        )
     space = fit.Space.from_file(names.split(",") if names else None)
     directory = check_output_dir(out, "--out")
-    start = machines.constants()
-    everyone = list(fidelity.reference_machines())
+    origin = machines.constants()
+    if start == "middle":
+        origin |= space.middle()
     if max_nfev:
-        result = fit.fit(space, start, everyone, jobs, max_nfev, log=click.echo)
+        result = fit.fit(space, origin, everyone, jobs, max_nfev, log=click.echo)
     else:
-        result = fit.current(space, start, everyone, jobs)
+        result = fit.current(space, origin, everyone, jobs)
     day = time.strftime("%Y-%m-%d")
     note = f"{result.evaluations} trials, cost {result.cost:.1f} ({day})"
     shutil.copy(machines.CONSTANTS, directory / "constants.toml")
     fit.write_constants(directory / "constants.toml", result.constants, note)
     report: dict[str, Any] = {"fit": asdict(result)}
     if folds_nfev:
+        # from the middle, each fold starts there too, not from a fit that
+        # saw the machine it leaves out
+        fold_start = origin if start == "middle" else result.constants
         folds = fit.cross_validate(
-            space, result.constants, jobs, folds_nfev, click.echo
+            space, fold_start, jobs, folds_nfev, click.echo, leave_out
         )
         fit.write_crossval(directory / "crossval.toml", folds, note)
         report["folds"] = {m: asdict(r) for m, r in folds.items()}

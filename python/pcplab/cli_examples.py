@@ -36,11 +36,14 @@ EXAMPLES = {
     "fidelity": _epilog(
         "pcplab fidelity --quick --no-left-out  # in-sample only, fast",
         "pcplab fidelity --out docs/fidelity.md # its tables, below its prose",
+        "pcplab fidelity aaron2018 --folds fit/crossval.toml  # a new fit's folds",
     ),
     "fit": _epilog(
         "pcplab fit --max-nfev 14               # refit constants.toml",
         "pcplab fit --max-nfev 0 --cross-validate 4  # the left-out folds",
         "pcplab fit --max-nfev 0 --jacobian     # is the fit at an optimum?",
+        "pcplab fit --start middle --max-nfev 0 --cross-validate 12 \\",
+        "    --leave-out Skylake-EX             # one fold from scratch",
     ),
     "calibrate": _epilog(
         "pcplab calibrate --out myhost.toml     # then --machine myhost.toml",

@@ -15,6 +15,7 @@ tolerance, whatever the metric.
 
 from __future__ import annotations
 
+import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -94,6 +95,15 @@ class Space:
         Each is what the model knows without that kind of machine.
         """
         return machines.read_toml(machines.CONSTANTS).get("unseen", {})
+
+    def middle(self) -> dict[str, float]:
+        """Return the geometric middle of each constant's bounds.
+
+        A start that no published figure set: a fold started there learns
+        nothing from the machine it leaves out, unlike one started from the
+        full fit.
+        """
+        return self.from_unit(np.full(len(self.names), 1.5))
 
     def to_unit(self, values: dict[str, float]) -> np.ndarray:
         """Map constants to the search's [1, 2] log scale (clipped to bounds)."""
@@ -214,11 +224,12 @@ def cross_validate(
     workers: int,
     max_nfev: int,
     log: Callable[[str], None] = lambda _: None,
+    leave_out: Sequence[str] = (),
 ) -> dict[str, FitResult]:
-    """Fit once per reference machine, leaving that machine's rows out."""
+    """Fit once per reference machine (or per LEAVE_OUT), leaving its rows out."""
     everyone = list(fidelity.reference_machines())
     out = {}
-    for left_out in everyone:
+    for left_out in leave_out or everyone:
         log(f"leaving out {left_out}")
         rest = [m for m in everyone if m != left_out]
         out[left_out] = fit(space, start, rest, workers, max_nfev, log)
@@ -241,8 +252,32 @@ def write_crossval(path: Path, folds: dict[str, FitResult], note: str) -> None:
     tmp.replace(path)
 
 
-def crossval_constants() -> dict[str, dict[str, float]]:
-    """Return the constants of each left-out machine, if a cross-validation ran."""
-    if not CROSSVAL.is_file():
-        return {}
-    return machines.read_toml(CROSSVAL).get("left_out", {})
+def crossval_constants(path: Path | None = None) -> dict[str, dict[str, float]]:
+    """Return each left-out machine's constants: PATH's, else the package's."""
+    if path is None:
+        if not CROSSVAL.is_file():
+            return {}
+        return machines.read_toml(CROSSVAL).get("left_out", {})
+    usage = "give a crossval.toml that `pcplab fit --cross-validate` wrote"
+    try:
+        folds = tomllib.loads(path.read_text()).get("left_out")
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
+        raise BadInput(f"--folds {path}: {reason}; {usage}") from exc
+    known = set(machines.constants())
+    if not isinstance(folds, dict) or not all(
+        isinstance(c, dict)
+        and set(c) <= known
+        and all(isinstance(v, int | float) and v > 0 for v in c.values())
+        for c in folds.values()
+    ):
+        raise BadInput(
+            f"--folds {path}: no [left_out.MACHINE] tables of positive constants; "
+            f"{usage}"
+        )
+    unknown = sorted(set(folds) - set(fidelity.reference_machines()))
+    if unknown:
+        raise BadInput(
+            f"--folds {path}: {', '.join(unknown)} is not a reference machine; {usage}"
+        )
+    return folds
