@@ -111,18 +111,37 @@ def test_leave_out_fits_only_the_named_folds(monkeypatch):
 
     monkeypatch.setattr(fit, "fit", record)
     space = fit.Space.from_file(["smt_factor"])
-    folds = fit.cross_validate(space, space.middle(), 1, 1, leave_out=["Haswell-EP"])
+    starts = {"middle": space.middle()}
+    folds = fit.cross_validate(space, starts, 1, 1, leave_out=["Haswell-EP"])
     everyone = list(fidelity.reference_machines())
     assert list(folds) == ["Haswell-EP"]
+    assert folds["Haswell-EP"].start == "middle"
     assert calls == [(space.middle(), [m for m in everyone if m != "Haswell-EP"])]
+
+
+def test_a_search_from_two_starts_keeps_the_lower_cost(monkeypatch):
+    """--start both: each search runs from each start, the lower cost wins."""
+    found = {1.2: 5.0, 1.6: 3.0}  # smt_factor at the start -> cost there
+
+    def settle(space, start, only, workers, max_nfev, log):
+        return fit.FitResult(dict(start), found[start["smt_factor"]], [], 1)
+
+    monkeypatch.setattr(fit, "fit", settle)
+    space = fit.Space.from_file(["smt_factor"])
+    starts = {"a": {"smt_factor": 1.2}, "b": {"smt_factor": 1.6}}
+    best = fit.best_of(space, starts, ["Haswell-EP"], 1, 3)
+    assert (best.start, best.cost) == ("b", 3.0)
+    found.update({1.2: 2.0})
+    assert fit.best_of(space, starts, ["Haswell-EP"], 1, 3).start == "a"
 
 
 def test_folds_written_by_a_fit_are_read_back(tmp_path):
     """`pcplab fidelity --folds` reads the crossval.toml `pcplab fit` writes."""
-    result = fit.FitResult({"smt_factor": 1.25}, 0.0, [], 1)
+    result = fit.FitResult({"smt_factor": 1.25}, 0.0, [], 1, start="middle")
     path = tmp_path / "crossval.toml"
     fit.write_crossval(path, {"Haswell-EP": result}, "a test")
     assert fit.crossval_constants(path) == {"Haswell-EP": {"smt_factor": 1.25}}
+    assert tomllib.loads(path.read_text())["start"] == {"Haswell-EP": "middle"}
     path.write_text('[left_out.Haswell-EP]\nsmt_factor = "fast"\n')
     with pytest.raises(BadInput, match="positive constants"):
         fit.crossval_constants(path)

@@ -615,12 +615,13 @@ def fidelity_command(
 )
 @click.option(
     "--start",
-    type=click.Choice(["fitted", "middle"]),
+    type=click.Choice(["fitted", "middle", "both"]),
     default="fitted",
     show_default=True,
-    help="Where the searches start: constants.toml, or the geometric middle of "
-    "each constant's bounds (a fold from there has learnt nothing from the "
-    "machine it leaves out).",
+    help="Where the searches start: constants.toml (the folds: the full fit), "
+    "the geometric middle of each constant's bounds (a fold from there has "
+    "learnt nothing from the machine it leaves out), or both, each search "
+    "keeping the lower cost on the rows it fits.",
 )
 @click.option(
     "--leave-out",
@@ -666,24 +667,36 @@ def fit_command(
         )
     space = fit.Space.from_file(names.split(",") if names else None)
     directory = check_output_dir(out, "--out")
-    origin = machines.constants()
-    if start == "middle":
-        origin |= space.middle()
-    if max_nfev:
-        result = fit.fit(space, origin, everyone, jobs, max_nfev, log=click.echo)
-    else:
-        result = fit.current(space, origin, everyone, jobs)
+    fitted = machines.constants()
+    middle = fitted | space.middle()
+    chosen = {"fitted": (0,), "middle": (1,), "both": (0, 1)}[start]
+
+    def starts(*labelled: tuple[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+        return dict(labelled[i] for i in chosen)
+
+    result = fit.best_of(
+        space,
+        starts(("constants.toml", fitted), ("middle", middle)),
+        everyone,
+        jobs,
+        max_nfev,
+        click.echo,
+    )
     day = time.strftime("%Y-%m-%d")
     note = f"{result.evaluations} trials, cost {result.cost:.1f} ({day})"
     shutil.copy(machines.CONSTANTS, directory / "constants.toml")
     fit.write_constants(directory / "constants.toml", result.constants, note)
     report: dict[str, Any] = {"fit": asdict(result)}
     if folds_nfev:
-        # from the middle, each fold starts there too, not from a fit that
-        # saw the machine it leaves out
-        fold_start = origin if start == "middle" else result.constants
+        # a fold from the full fit starts where its left-out machine led;
+        # one from the middle does not
         folds = fit.cross_validate(
-            space, fold_start, jobs, folds_nfev, click.echo, leave_out
+            space,
+            starts(("full fit", result.constants), ("middle", middle)),
+            jobs,
+            folds_nfev,
+            click.echo,
+            leave_out,
         )
         fit.write_crossval(directory / "crossval.toml", folds, note)
         report["folds"] = {m: asdict(r) for m, r in folds.items()}

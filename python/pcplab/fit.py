@@ -126,6 +126,7 @@ class FitResult:
     residuals: list[tuple[str, str, float]]
     evaluations: int
     machines: list[str] = field(default_factory=list)
+    start: str = ""  # which of the search's starts it came from
 
 
 def fit(
@@ -177,6 +178,31 @@ def fit(
     )
 
 
+def best_of(
+    space: Space,
+    starts: dict[str, dict[str, float]],
+    only: Sequence[str],
+    workers: int,
+    max_nfev: int,
+    log: Callable[[str], None] = lambda _: None,
+) -> FitResult:
+    """Fit from each of STARTS (0 steps: evaluate it); keep the lowest cost.
+
+    The cost is on the rows of ONLY alone, so a fold picks its start
+    without looking at the machine it leaves out.
+    """
+    found = []
+    for label, start in starts.items():
+        log(f"from the {label}")
+        if max_nfev:
+            result = fit(space, start, only, workers, max_nfev, log)
+        else:
+            result = current(space, start, only, workers)
+        result.start = label
+        found.append(result)
+    return min(found, key=lambda r: r.cost)
+
+
 def current(
     space: Space, start: dict[str, float], only: Sequence[str], workers: int
 ) -> FitResult:
@@ -220,19 +246,23 @@ CROSSVAL = machines.CROSSVAL
 
 def cross_validate(
     space: Space,
-    start: dict[str, float],
+    starts: dict[str, dict[str, float]],
     workers: int,
     max_nfev: int,
     log: Callable[[str], None] = lambda _: None,
     leave_out: Sequence[str] = (),
 ) -> dict[str, FitResult]:
-    """Fit once per reference machine (or per LEAVE_OUT), leaving its rows out."""
+    """Fit once per reference machine (or per LEAVE_OUT), leaving its rows out.
+
+    Each fold searches from every one of STARTS and keeps the lowest cost
+    on the rows it fits.
+    """
     everyone = list(fidelity.reference_machines())
     out = {}
     for left_out in leave_out or everyone:
         log(f"leaving out {left_out}")
         rest = [m for m in everyone if m != left_out]
-        out[left_out] = fit(space, start, rest, workers, max_nfev, log)
+        out[left_out] = best_of(space, starts, rest, workers, max_nfev, log)
     return out
 
 
@@ -241,12 +271,14 @@ def write_crossval(path: Path, folds: dict[str, FitResult], note: str) -> None:
     doc = {
         "note": note,
         "left_out": {m: r.constants for m, r in folds.items()},
+        "start": {m: r.start for m, r in folds.items() if r.start},
     }
     tmp = path.with_suffix(".tmp")
     tmp.write_text(
         "# Leave-one-machine-out fits (`pcplab fit --cross-validate`): each\n"
         "# reference machine's constants fitted on the other machines only.\n"
-        "# `pcplab fidelity` predicts each machine with its own fold.\n"
+        "# `pcplab fidelity` predicts each machine with its own fold; [start]\n"
+        "# names where each fold's search began.\n"
         + tomli_w.dumps(doc)
     )
     tmp.replace(path)
