@@ -278,8 +278,7 @@ def write_crossval(path: Path, folds: dict[str, FitResult], note: str) -> None:
         "# Leave-one-machine-out fits (`pcplab fit --cross-validate`): each\n"
         "# reference machine's constants fitted on the other machines only.\n"
         "# `pcplab fidelity` predicts each machine with its own fold; [start]\n"
-        "# names where each fold's search began.\n"
-        + tomli_w.dumps(doc)
+        "# names where each fold's search began.\n" + tomli_w.dumps(doc)
     )
     tmp.replace(path)
 
