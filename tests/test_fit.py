@@ -145,6 +145,12 @@ def test_folds_written_by_a_fit_are_read_back(tmp_path):
     path.write_text('[left_out.Haswell-EP]\nsmt_factor = "fast"\n')
     with pytest.raises(BadInput, match="positive constants"):
         fit.crossval_constants(path)
+    path.write_text("[left_out.Nowhere]\nsmt_factor = 1.25\n")
+    with pytest.raises(BadInput, match="Nowhere: not a reference machine"):
+        fit.crossval_constants(path)
+    path.write_text("[left_out\n")
+    with pytest.raises(BadInput, match="cannot read --folds .*crossval.toml"):
+        fit.crossval_constants(path)
 
 
 def test_an_unknown_constant_is_refused():

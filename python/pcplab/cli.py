@@ -658,25 +658,23 @@ def fit_command(
 
     if leave_out and not folds_nfev:
         raise BadInput("--leave-out names a fold to refit; give --cross-validate N too")
+    fidelity.check_machines(leave_out, "--leave-out")
     everyone = list(fidelity.reference_machines())
-    unknown = sorted(set(leave_out) - set(everyone))
-    if unknown:
-        raise BadInput(
-            f"--leave-out {', '.join(unknown)}: not a reference machine; "
-            f"known: {', '.join(everyone)}"
-        )
     space = fit.Space.from_file(names.split(",") if names else None)
     directory = check_output_dir(out, "--out")
     fitted = machines.constants()
     middle = fitted | space.middle()
-    chosen = {"fitted": (0,), "middle": (1,), "both": (0, 1)}[start]
+    from_fitted, from_middle = start != "middle", start != "fitted"
 
-    def starts(*labelled: tuple[str, dict[str, float]]) -> dict[str, dict[str, float]]:
-        return dict(labelled[i] for i in chosen)
+    def starts(first: str, constants: dict[str, float]) -> dict[str, dict[str, float]]:
+        """Return where the searches start: FIRST's CONSTANTS, the middle, or both."""
+        return ({first: constants} if from_fitted else {}) | (
+            {"middle": middle} if from_middle else {}
+        )
 
     result = fit.best_of(
         space,
-        starts(("constants.toml", fitted), ("middle", middle)),
+        starts("constants.toml", fitted),
         everyone,
         jobs,
         max_nfev,
@@ -692,7 +690,7 @@ def fit_command(
         # one from the middle does not
         folds = fit.cross_validate(
             space,
-            starts(("full fit", result.constants), ("middle", middle)),
+            starts("full fit", result.constants),
             jobs,
             folds_nfev,
             click.echo,

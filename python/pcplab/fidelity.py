@@ -10,10 +10,11 @@ experiments only, and the table shows all of them, good and bad.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from pcplab import experiments
+from pcplab.errors import BadInput
 from pcplab.experiments import load_experiment, reference_rows
 
 Rows = list[dict[str, Any]]
@@ -32,6 +33,17 @@ def reference_machines() -> dict[str, str]:
         for row in reference_rows(exp["reference"]):
             out.setdefault(row["machine"], name)
     return out
+
+
+def check_machines(names: Iterable[str], option: str) -> None:
+    """Refuse NAMES given with OPTION unless each is a reference machine."""
+    known = reference_machines()
+    unknown = sorted(set(names) - set(known))
+    if unknown:
+        raise BadInput(
+            f"{option} {', '.join(unknown)}: not a reference machine; "
+            f"known: {', '.join(known)}"
+        )
 
 
 def run_machines(

@@ -15,7 +15,6 @@ tolerance, whatever the metric.
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -290,11 +289,7 @@ def crossval_constants(path: Path | None = None) -> dict[str, dict[str, float]]:
             return {}
         return machines.read_toml(CROSSVAL).get("left_out", {})
     usage = "give a crossval.toml that `pcplab fit --cross-validate` wrote"
-    try:
-        folds = tomllib.loads(path.read_text()).get("left_out")
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        reason = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
-        raise BadInput(f"--folds {path}: {reason}; {usage}") from exc
+    folds = machines.read_toml(path, "--folds", usage).get("left_out")
     known = set(machines.constants())
     if not isinstance(folds, dict) or not all(
         isinstance(c, dict)
@@ -306,9 +301,5 @@ def crossval_constants(path: Path | None = None) -> dict[str, dict[str, float]]:
             f"--folds {path}: no [left_out.MACHINE] tables of positive constants; "
             f"{usage}"
         )
-    unknown = sorted(set(folds) - set(fidelity.reference_machines()))
-    if unknown:
-        raise BadInput(
-            f"--folds {path}: {', '.join(unknown)} is not a reference machine; {usage}"
-        )
+    fidelity.check_machines(folds, f"--folds {path}:")
     return folds

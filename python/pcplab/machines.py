@@ -106,7 +106,11 @@ def profile_paths() -> dict[str, Path]:
     return paths
 
 
-def read_toml(path: Path) -> dict[str, Any]:
+def read_toml(
+    path: Path,
+    what: str = "machine profile",
+    hint: str = "give a UTF-8 TOML file (docs/machines.md)",
+) -> dict[str, Any]:
     """Parse one TOML file, turning its errors into one-line bad input."""
     try:
         return tomllib.loads(path.read_text())
@@ -115,10 +119,7 @@ def read_toml(path: Path) -> dict[str, Any]:
             reason = exc.strerror
         else:
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise BadInput(
-            f"cannot read machine profile {path}: {reason}; give a UTF-8 TOML "
-            "file (docs/machines.md)"
-        ) from exc
+        raise BadInput(f"cannot read {what} {path}: {reason}; {hint}") from exc
 
 
 def constants() -> dict[str, Any]:
