@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
-import time
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import click
 
-from pcplab import data, engine, machines
+from pcplab import engine, machines
 from pcplab.cli_examples import EXAMPLES
 from pcplab.cli_options import (
     engine_option,
@@ -25,16 +22,15 @@ from pcplab.errors import BadInput, EngineError, InvariantViolation, PcplabError
 from pcplab.host.cli import compare, host, run_on_host
 from pcplab.inputs import (
     INT,
-    AsciiIntRange,
-    check_output_dir,
     check_output_file,
     parse_int_list,
 )
 from pcplab.memguard import check_memory, mem_available_bytes
+from pcplab.model_cli import calibrate_command, fidelity_command, fit_command
 from pcplab.policies import PolicyOption
 from pcplab.repeat_cli import emit_repeated, repeat_options
 from pcplab.repeats import run_repeated, runs_per_point
-from pcplab.reproduce import reference_option, reproduce_command
+from pcplab.reproduce import reproduce_command
 from pcplab.spec_keys import option, parse_scale_max_schedule
 from pcplab.summary import format_summary, format_table
 from pcplab.sweep_cli import sweep_command
@@ -497,252 +493,9 @@ cli.add_command(compare)
 cli.add_command(reproduce_command)  # pcplab reproduce [NAME|all]
 cli.add_command(sweep_command)  # pcplab sweep --param KEY=V1,V2 ...
 cli.add_command(tune_command)  # pcplab tune --budget METRIC=LIMIT ...
-
-
-@cli.command(
-    "fidelity",
-    short_help="The model beside every published figure.",
-    epilog=EXAMPLES["fidelity"],
-)
-@click.argument("names", nargs=-1)
-@click.option("--quick", is_flag=True, help="Fewer rows, shorter runs.")
-@click.option(
-    "--jobs", type=AsciiIntRange(1), default=2, show_default=True, help="Parallel runs."
-)
-@click.option(
-    "--left-out/--no-left-out",
-    default=True,
-    show_default=True,
-    help="Also predict each machine with the constants fitted without it.",
-)
-@click.option(
-    "--out",
-    metavar="FILE",
-    help="Also write the Markdown to FILE, below the prose it has above its summary.",
-)
-@click.option(
-    "--folds",
-    "folds_file",
-    metavar="FILE",
-    help="The left-out constants of FILE, a crossval.toml `pcplab fit` wrote "
-    "(default: the package's); machines without a fold there are not left out.",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
-@click.option(
-    "--output", "json_out", metavar="FILE", help="Also write the rows as JSON."
-)
-@reference_option
-def fidelity_command(
-    names: tuple[str, ...],
-    quick: bool,
-    jobs: int,
-    left_out: bool,
-    folds_file: str | None,
-    out: str | None,
-    as_json: bool,
-    json_out: str | None,
-) -> None:
-    """Run the reference experiments on the sim engine; print model vs published."""
-    from pcplab import fidelity, fidelity_doc, fit
-
-    runners = fidelity.runners()
-    unknown = sorted(set(names) - set(runners))
-    if unknown:
-        raise BadInput(
-            f"unknown experiment {', '.join(unknown)}; known: {', '.join(runners)}"
-        )
-    for name in names or runners:
-        data.experiment_file(name)  # every spec is there before anything runs
-    check_output_file(out, "--out")
-    check_output_file(json_out, "--output")
-    if folds_file and not left_out:
-        raise BadInput("--folds gives left-out constants; drop --no-left-out")
-    fold_constants = fit.crossval_constants(Path(folds_file) if folds_file else None)
-    results = {
-        name: run_one(quick, jobs)
-        for name, run_one in runners.items()
-        if not names or name in names
-    }
-    owner = fidelity.reference_machines()
-    folds = {
-        m: c for m, c in fold_constants.items() if left_out and owner.get(m) in results
-    }
-    cv = fidelity.left_out(folds, quick, jobs)
-    text = fidelity_doc.render_document(results, cv)
-    doc = {"in_sample": results, "left_out": cv}
-    click.echo(json.dumps(doc, indent=1) if as_json else text)
-    if out:
-        path = Path(out)
-        old = path.read_text() if path.exists() else ""
-        path.write_text(fidelity_doc.splice(old, text) + "\n")
-    if json_out:
-        Path(json_out).write_text(json.dumps(doc, indent=1) + "\n")
-
-
-@cli.command(
-    "fit",
-    short_help="Fit the global constants on the published figures.",
-    epilog=EXAMPLES["fit"],
-)
-@click.option(
-    "--constants",
-    "names",
-    metavar="A,B",
-    help="Fit only these constants of the [fit] table (default: all of it).",
-)
-@click.option(
-    "--max-nfev",
-    type=AsciiIntRange(0, 10000),
-    default=40,
-    show_default=True,
-    help="Steps of the least-squares search (each step runs every fitted row "
-    "once per constant); 0 keeps the current constants (to cross-validate them).",
-)
-@click.option(
-    "--cross-validate",
-    "folds_nfev",
-    type=AsciiIntRange(0, 10000),
-    default=0,
-    show_default=True,
-    metavar="N",
-    help="Also leave each machine out and refit without it, N trials each.",
-)
-@click.option(
-    "--jacobian",
-    is_flag=True,
-    help="Also measure how every row moves with each constant (10% steps) and "
-    "run the damped Gauss-Newton step it proposes: jacobian.json.",
-)
-@click.option(
-    "--start",
-    type=click.Choice(["fitted", "middle", "both"]),
-    default="fitted",
-    show_default=True,
-    help="Where the searches start: constants.toml (the folds: the full fit), "
-    "the geometric middle of each constant's bounds (a fold from there has "
-    "learnt nothing from the machine it leaves out), or both, each search "
-    "keeping the lower cost on the rows it fits.",
-)
-@click.option(
-    "--leave-out",
-    metavar="MACHINE",
-    multiple=True,
-    help="With --cross-validate: only this machine's fold (repeatable).",
-)
-@click.option("--jobs", type=AsciiIntRange(1, 256), default=2, show_default=True)
-@click.option(
-    "--out",
-    metavar="DIR",
-    default="fit",
-    show_default=True,
-    help="Write constants.toml, crossval.toml and fit.json here.",
-)
-@reference_option
-def fit_command(
-    names: str | None,
-    max_nfev: int,
-    folds_nfev: int,
-    jacobian: bool,
-    start: str,
-    leave_out: tuple[str, ...],
-    jobs: int,
-    out: str,
-) -> None:
-    """Fit the [fit] constants by least squares over every reference row.
-
-    Residuals are errors in units of the project's tolerances
-    (docs/fidelity.md). Copy the written constants.toml and crossval.toml
-    into python/pcplab/machines/ to make them the model's.
-    """
-    from pcplab import fidelity, fit
-
-    if leave_out and not folds_nfev:
-        raise BadInput("--leave-out names a fold to refit; give --cross-validate N too")
-    fidelity.check_machines(leave_out, "--leave-out")
-    everyone = list(fidelity.reference_machines())
-    space = fit.Space.from_file(names.split(",") if names else None)
-    directory = check_output_dir(out, "--out")
-    fitted = machines.constants()
-    middle = fitted | space.middle()
-    from_fitted, from_middle = start != "middle", start != "fitted"
-
-    def starts(first: str, constants: dict[str, float]) -> dict[str, dict[str, float]]:
-        """Return where the searches start: FIRST's CONSTANTS, the middle, or both."""
-        return ({first: constants} if from_fitted else {}) | (
-            {"middle": middle} if from_middle else {}
-        )
-
-    result = fit.best_of(
-        space,
-        starts("constants.toml", fitted),
-        everyone,
-        jobs,
-        max_nfev,
-        click.echo,
-    )
-    day = time.strftime("%Y-%m-%d")
-    note = f"{result.evaluations} trials, cost {result.cost:.1f} ({day})"
-    shutil.copy(machines.CONSTANTS, directory / "constants.toml")
-    fit.write_constants(directory / "constants.toml", result.constants, note)
-    report: dict[str, Any] = {"fit": asdict(result)}
-    if folds_nfev:
-        # a fold from the full fit starts where its left-out machine led;
-        # one from the middle does not
-        folds = fit.cross_validate(
-            space,
-            starts("full fit", result.constants),
-            jobs,
-            folds_nfev,
-            click.echo,
-            leave_out,
-        )
-        fit.write_crossval(directory / "crossval.toml", folds, note)
-        report["folds"] = {m: asdict(r) for m, r in folds.items()}
-    (directory / "fit.json").write_text(json.dumps(report, indent=1) + "\n")
-    if jacobian:
-        _write_jacobian(space, result.constants, everyone, jobs, directory)
-    for key, value in result.constants.items():
-        click.echo(f"{key} = {value}")
-    click.echo(f"wrote {directory}/constants.toml ({note})")
-
-
-def _write_jacobian(
-    space: Any, constants: dict[str, float], only: list[str], jobs: int, out: Path
-) -> None:
-    """Measure the Jacobian at CONSTANTS, run its step, write jacobian.json."""
-    from pcplab import jacobian
-
-    doc = jacobian.report(space, constants, only, jobs)
-    (out / "jacobian.json").write_text(json.dumps(doc, indent=1) + "\n")
-    step = doc["gauss_newton"]
-    click.echo(
-        f"jacobian: {len(doc['d'])} constants x {len(doc['rows'])} rows; cost "
-        f"{step['cost_now']:.1f}, a damped Gauss-Newton step predicts "
-        f"{step['predicted_cost']:.1f} and measures {step['measured_cost']:.1f}"
-    )
-
-
-@cli.command(
-    "calibrate",
-    short_help="Measure this host; write its machine profile.",
-    epilog=EXAMPLES["calibrate"],
-)
-@click.option("--out", metavar="FILE", help="Where to write it (default: user dir).")
-@click.option("--name", default="host", show_default=True, help="Profile name.")
-def calibrate_command(out: str | None, name: str) -> None:
-    """Measure this host with the native engine and write its sim profile."""
-    from pcplab.calibrate import calibrate
-
-    if not machines.NAME.fullmatch(name):
-        raise BadInput(
-            f"--name {name!r} is not a profile name; give letters, digits, "
-            "'.', '_' or '-', starting with a letter or digit"
-        )
-    default = machines.user_dir() / f"{name}.toml"
-    check_output_file(out or str(default), "--out", make_parent=True)
-    path = calibrate(out, name)
-    ref = str(path) if out else name
-    click.echo(f"wrote {path}; use it with: pcplab run --engine sim --machine {ref}")
+cli.add_command(fidelity_command)  # pcplab fidelity [NAME ...]
+cli.add_command(fit_command)  # pcplab fit --cross-validate N ...
+cli.add_command(calibrate_command)  # pcplab calibrate --out FILE
 
 
 def _usage_line(exc: click.UsageError) -> str:
