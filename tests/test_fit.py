@@ -142,6 +142,18 @@ def test_folds_written_by_a_fit_are_read_back(tmp_path):
     fit.write_crossval(path, {"Haswell-EP": result}, "a test")
     assert fit.crossval_constants(path) == {"Haswell-EP": {"smt_factor": 1.25}}
     assert tomllib.loads(path.read_text())["start"] == {"Haswell-EP": "middle"}
+    # a fold run alone adds to the file; without keep_others it replaces it
+    other = fit.FitResult({"smt_factor": 1.5}, 2.0, [], 7, start="full fit")
+    fit.write_crossval(path, {"Skylake-EX": other}, "day 2", keep_others=True)
+    assert fit.crossval_constants(path) == {
+        "Haswell-EP": {"smt_factor": 1.25},
+        "Skylake-EX": {"smt_factor": 1.5},
+    }
+    doc = tomllib.loads(path.read_text())
+    assert doc["start"] == {"Haswell-EP": "middle", "Skylake-EX": "full fit"}
+    assert doc["fold"]["Skylake-EX"].endswith("7 trials (day 2)")
+    fit.write_crossval(path, {"Skylake-EX": other}, "day 3")
+    assert set(fit.crossval_constants(path)) == {"Skylake-EX"}
     path.write_text('[left_out.Haswell-EP]\nsmt_factor = "fast"\n')
     with pytest.raises(BadInput, match="positive constants"):
         fit.crossval_constants(path)

@@ -43,7 +43,8 @@ EXAMPLES = {
         "pcplab fit --max-nfev 0 --cross-validate 4  # the left-out folds",
         "pcplab fit --max-nfev 0 --jacobian     # is the fit at an optimum?",
         "pcplab fit --start middle --max-nfev 0 --cross-validate 12 \\",
-        "    --leave-out Skylake-EX             # one fold from scratch",
+        "    --leave-out Skylake-EX             # one fold from scratch; run again",
+        "                                       # with another: both in fit/",
     ),
     "calibrate": _epilog(
         "pcplab calibrate --out myhost.toml     # then --machine myhost.toml",

@@ -265,19 +265,36 @@ def cross_validate(
     return out
 
 
-def write_crossval(path: Path, folds: dict[str, FitResult], note: str) -> None:
-    """Write each left-out machine's constants (fitted without it) to PATH."""
-    doc = {
-        "note": note,
-        "left_out": {m: r.constants for m, r in folds.items()},
-        "start": {m: r.start for m, r in folds.items() if r.start},
-    }
+def write_crossval(
+    path: Path, folds: dict[str, FitResult], day: str, keep_others: bool = False
+) -> None:
+    """Write each left-out machine's constants (fitted without it) to PATH.
+
+    With KEEP_OTHERS the folds PATH already holds for other machines stay,
+    so that folds run one at a time (`--leave-out`) add up to one file.
+    """
+    tables = ("left_out", "start", "fold")
+    doc: dict[str, dict[str, Any]] = {t: {} for t in tables}
+    if keep_others and path.is_file():
+        old = machines.read_toml(path, "--out", "give a directory of a fit")
+        for t in tables:
+            kept = old.get(t, {})
+            doc[t] = {m: v for m, v in kept.items() if m not in folds}
+    for m, r in folds.items():
+        doc["left_out"][m] = r.constants
+        if r.start:
+            doc["start"][m] = r.start
+        doc["fold"][m] = (
+            f"cost {r.cost:.1f} on the other machines' rows, "
+            f"{r.evaluations} trials ({day})"
+        )
     tmp = path.with_suffix(".tmp")
     tmp.write_text(
         "# Leave-one-machine-out fits (`pcplab fit --cross-validate`): each\n"
         "# reference machine's constants fitted on the other machines only.\n"
         "# `pcplab fidelity` predicts each machine with its own fold; [start]\n"
-        "# names where each fold's search began.\n" + tomli_w.dumps(doc)
+        "# names where each fold's search began, [fold] what it reached.\n"
+        + tomli_w.dumps({t: v for t, v in doc.items() if v})
     )
     tmp.replace(path)
 

@@ -146,7 +146,8 @@ def fidelity_command(
     "--leave-out",
     metavar="MACHINE",
     multiple=True,
-    help="With --cross-validate: only this machine's fold (repeatable).",
+    help="With --cross-validate: only this machine's fold (repeatable); "
+    "folds already in DIR/crossval.toml for other machines stay.",
 )
 @click.option("--jobs", type=AsciiIntRange(1, 256), default=2, show_default=True)
 @click.option(
@@ -215,7 +216,10 @@ def fit_command(
             click.echo,
             leave_out,
         )
-        fit.write_crossval(directory / "crossval.toml", folds, note)
+        # folds run one at a time add up in one crossval.toml
+        fit.write_crossval(
+            directory / "crossval.toml", folds, day, keep_others=bool(leave_out)
+        )
         report["folds"] = {m: asdict(r) for m, r in folds.items()}
     (directory / "fit.json").write_text(json.dumps(report, indent=1) + "\n")
     if jacobian:
