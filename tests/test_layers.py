@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "python" / "pcplab"
@@ -74,3 +75,46 @@ def test_the_imports_have_no_cycle():
     for module in sorted(graph):
         visit(module)
     assert "pcplab.cli" in done
+
+
+ARCHITECTURE = PACKAGE.parents[1] / "docs" / "architecture.md"
+
+
+def _documented_layers() -> dict[str, int]:
+    """Map each module named in docs/architecture.md's layer table to its row."""
+    text = ARCHITECTURE.read_text().split("## The Python layers", 1)[1]
+    rows = [r for r in text.split("\n## ", 1)[0].splitlines() if r.startswith("| ")]
+    layers = {}
+    for level, row in enumerate(rows[1:]):  # the header row names no module
+        cell = row.split("|")[2]
+        for name in re.findall(r"`([a-z_/<>]+)`", cell):
+            layers[name.replace("/", ".").rstrip(".")] = level
+    layers.pop("", None)
+    return layers
+
+
+def _layer_of(module: str, layers: dict[str, int]) -> int | None:
+    """Return MODULE's documented layer: its own row, else its package's."""
+    name = module.removeprefix("pcplab.")
+    while name:
+        if name in layers:
+            return layers[name]
+        if f"{name.rpartition('.')[0]}.<name>" in layers:
+            return layers[f"{name.rpartition('.')[0]}.<name>"]
+        name = name.rpartition(".")[0]
+    return None
+
+
+def test_every_module_imports_only_its_layer_or_below():
+    """docs/architecture.md's layer table places every module; none reaches up."""
+    layers, graph = _documented_layers(), _graph()
+    graph.pop("pcplab", None)  # the package's __init__: its version only
+    unplaced = sorted(m for m in graph if _layer_of(m, layers) is None)
+    assert unplaced == [], "add these to docs/architecture.md's layer table"
+    upward = sorted(
+        f"{m} -> {d}"
+        for m, deps in graph.items()
+        for d in deps
+        if d != "pcplab" and _layer_of(d, layers) > _layer_of(m, layers)
+    )
+    assert upward == []
