@@ -134,6 +134,8 @@ CASES: list[tuple[str, str, tuple[str, ...], str]] = [
     ("fit", "--jacobian", ("fit", "--jacobian=1"), "--jacobian"),
     ("fit", "--jobs", ("fit", "--jobs", FULL_WIDTH_4), "--jobs"),
     ("fit", "--start", ("fit", "--start", "zero"), "--start"),
+    ("fit", "--samples", ("fit", "--samples", "-1"), "--samples"),
+    ("fit", "--start", ("fit", "--start", "sample"), "--samples N"),
     ("fit", "--leave-out", ("fit", "--leave-out", "Skylake-EX"), "--cross-validate"),
     (
         "fit",

@@ -323,3 +323,40 @@ def test_constants_grid_refuses_bad_input_in_one_line(args):
     proc = _constants_grid(*args, "--machine", "Sandybridge-Desktop")
     assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
     assert proc.stdout == ""
+
+
+def test_sampled_starts_are_spread_over_the_bounds_and_repeatable():
+    """--samples: Sobol points inside the bounds, the same for every fold."""
+    space = fit.Space.from_file()
+    points = space.samples(8)
+    assert points == space.samples(8) and len(points) == 8
+    for name, lo, hi in zip(space.names, space.lo, space.hi, strict=True):
+        values = [p[name] for p in points]
+        assert all(lo * 0.9999 <= v <= hi * 1.0001 for v in values)
+        assert len(set(values)) == 8  # every point differs in every constant
+
+
+def test_the_best_sample_is_one_more_start(monkeypatch):
+    """best_of(samples=N): the lowest-cost sample, judged on ONLY, is searched."""
+    space = fit.Space.from_file(["smt_factor"])
+    points = [p["smt_factor"] for p in space.samples(4)]
+    judged, searched = [], []
+
+    def at(space_, start, only, workers):
+        judged.append(list(only))
+        return fit.FitResult(dict(start), abs(start["smt_factor"] - points[2]), [], 1)
+
+    def settle(space_, start, only, workers, max_nfev, log):
+        searched.append(start["smt_factor"])
+        return fit.FitResult(
+            dict(start), 1.0 if start == {"smt_factor": 1.3} else 0.5, [], 1
+        )
+
+    monkeypatch.setattr(fit, "current", at)
+    monkeypatch.setattr(fit, "fit", settle)
+    best = fit.best_of(
+        space, {"a": {"smt_factor": 1.3}}, ["Haswell-EP"], 1, 3, samples=4
+    )
+    assert judged == [["Haswell-EP"]] * 4
+    assert searched == [1.3, points[2]]
+    assert best.start == "sample 3 of 4"

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import tomli_w
 from scipy.optimize import least_squares
+from scipy.stats import qmc
 
 from pcplab import fidelity, machines
 from pcplab.errors import BadInput
@@ -104,6 +105,15 @@ class Space:
         """
         return self.from_unit(np.full(len(self.names), 1.5))
 
+    def samples(self, n: int, seed: int = 1) -> list[dict[str, float]]:
+        """Return N quasi-random points of the bounds (scrambled Sobol, SEED).
+
+        Starts that no published figure set, spread over the whole box on
+        the same log scale as the middle, the same for every fold.
+        """
+        sobol = qmc.Sobol(len(self.names), scramble=True, seed=seed)
+        return [self.from_unit(1 + u) for u in sobol.random(n)]
+
     def to_unit(self, values: dict[str, float]) -> np.ndarray:
         """Map constants to the search's [1, 2] log scale (clipped to bounds)."""
         v = np.clip([values[k] for k in self.names], self.lo, self.hi)
@@ -184,12 +194,18 @@ def best_of(
     workers: int,
     max_nfev: int,
     log: Callable[[str], None] = lambda _: None,
+    samples: int = 0,
 ) -> FitResult:
     """Fit from each of STARTS (0 steps: evaluate it); keep the lowest cost.
 
-    The cost is on the rows of ONLY alone, so a fold picks its start
-    without looking at the machine it leaves out.
+    With SAMPLES, the best of that many quasi-random points (Space.samples)
+    is one more start. Every cost is on the rows of ONLY alone, so a fold
+    picks its starts without looking at the machine it leaves out.
     """
+    starts = dict(starts)
+    if samples:
+        label, point = best_sample(space, samples, only, workers, log)
+        starts[label] = point
     found = []
     for label, start in starts.items():
         log(f"from the {label}")
@@ -200,6 +216,22 @@ def best_of(
         result.start = label
         found.append(result)
     return min(found, key=lambda r: r.cost)
+
+
+def best_sample(
+    space: Space,
+    n: int,
+    only: Sequence[str],
+    workers: int,
+    log: Callable[[str], None] = lambda _: None,
+) -> tuple[str, dict[str, float]]:
+    """Return the label and constants of the lowest-cost of N sampled points."""
+    costs = []
+    for i, point in enumerate(space.samples(n)):
+        costs.append(current(space, point, only, workers).cost)
+        log(f"sample {i + 1} of {n}: cost {costs[-1]:.1f}")
+    best = int(np.argmin(costs))
+    return f"sample {best + 1} of {n}", space.samples(n)[best]
 
 
 def current(
@@ -250,6 +282,7 @@ def cross_validate(
     max_nfev: int,
     log: Callable[[str], None] = lambda _: None,
     leave_out: Sequence[str] = (),
+    samples: int = 0,
 ) -> dict[str, FitResult]:
     """Fit once per reference machine (or per LEAVE_OUT), leaving its rows out.
 
@@ -261,7 +294,7 @@ def cross_validate(
     for left_out in leave_out or everyone:
         log(f"leaving out {left_out}")
         rest = [m for m in everyone if m != left_out]
-        out[left_out] = best_of(space, starts, rest, workers, max_nfev, log)
+        out[left_out] = best_of(space, starts, rest, workers, max_nfev, log, samples)
     return out
 
 
