@@ -45,6 +45,8 @@ EXAMPLES = {
         "pcplab fit --start middle --max-nfev 0 --cross-validate 12 \\",
         "    --leave-out Skylake-EX             # one fold from scratch; run again",
         "                                       # with another: both in fit/",
+        "pcplab fit --start sample --samples 16 --max-nfev 0 \\",
+        "    --cross-validate 12 --leave-out Skylake-EX  # from Sobol points",
     ),
     "calibrate": _epilog(
         "pcplab calibrate --out myhost.toml     # then --machine myhost.toml",
