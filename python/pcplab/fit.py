@@ -226,12 +226,12 @@ def best_sample(
     log: Callable[[str], None] = lambda _: None,
 ) -> tuple[str, dict[str, float]]:
     """Return the label and constants of the lowest-cost of N sampled points."""
-    costs = []
-    for i, point in enumerate(space.samples(n)):
+    points, costs = space.samples(n), []
+    for i, point in enumerate(points):
         costs.append(current(space, point, only, workers).cost)
         log(f"sample {i + 1} of {n}: cost {costs[-1]:.1f}")
     best = int(np.argmin(costs))
-    return f"sample {best + 1} of {n}", space.samples(n)[best]
+    return f"sample {best + 1} of {n}", points[best]
 
 
 def current(
