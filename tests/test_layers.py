@@ -87,9 +87,8 @@ def _documented_layers() -> dict[str, int]:
     layers = {}
     for level, row in enumerate(rows[1:]):  # the header row names no module
         cell = row.split("|")[2]
-        for name in re.findall(r"`([a-z_/<>]+)`", cell):
+        for name in re.findall(r"`([a-z_][a-z_/<>]*)`", cell):  # not `/`
             layers[name.replace("/", ".").rstrip(".")] = level
-    layers.pop("", None)
     return layers
 
 

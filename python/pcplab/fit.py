@@ -351,5 +351,5 @@ def crossval_constants(path: Path | None = None) -> dict[str, dict[str, float]]:
             f"--folds {path}: no [left_out.MACHINE] tables of positive constants; "
             f"{usage}"
         )
-    fidelity.check_machines(folds, f"--folds {path}:")
+    fidelity.check_machines(folds, f"--folds {path} names")
     return folds

@@ -150,9 +150,8 @@ def fidelity_command(
     show_default=True,
     metavar="N",
     help="Also (with --start sample: only) start each search from the best "
-    "of N quasi-random points of "
-    "the bounds (scrambled Sobol, seed 1), judged on the rows it fits: a "
-    "start that, like the middle, no published figure set.",
+    "of N quasi-random points of the bounds (scrambled Sobol, seed 1), "
+    "judged on the rows it fits: a start no published figure set.",
 )
 @click.option(
     "--leave-out",
