@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pcplab import data, experiments, fidelity, fit, machines, tolerance
+from pcplab import data, experiments, fidelity, fit, machines, model_cli, tolerance
 from pcplab.errors import BadInput
 from pcplab.experiments._common import profile_for
 
@@ -99,6 +99,19 @@ def test_the_middle_start_is_the_geometric_middle_of_the_bounds():
     middle = space.middle()
     for name, lo, hi in zip(space.names, space.lo, space.hi, strict=True):
         assert middle[name] == pytest.approx(math.sqrt(lo * hi), rel=1e-4)
+
+
+def test_each_start_choice_names_its_points():
+    """--start: the given point under its label, the middle, both, or none."""
+    space = fit.Space.from_file(["zone_lock_lines", "smt_factor"])
+    given = {"zone_lock_lines": 3.0, "smt_factor": 1.1}
+    points = {c: fit.start_points(space, c, "full fit", given) for c in fit.STARTS}
+    assert points["fitted"] == {"full fit": given}
+    assert points["middle"] == {"middle": space.middle()}
+    assert list(points["both"]) == ["full fit", "middle"]
+    assert points["sample"] == {}
+    option = next(p for p in model_cli.fit_command.params if p.name == "start")
+    assert list(option.type.choices) == list(fit.STARTS)
 
 
 def test_leave_out_fits_only_the_named_folds(monkeypatch):
@@ -260,7 +273,10 @@ def test_the_jacobian_moves_what_a_constant_moves():
 
 
 def test_fit_jacobian_writes_the_step_it_measured(pcplab, tmp_path):
-    """`pcplab fit --jacobian` on one machine's rows writes jacobian.json."""
+    """`pcplab fit --jacobian` on one machine's rows writes jacobian.json.
+
+    With --max-nfev 0 the fit keeps constants.toml, whatever --start says.
+    """
     reference = tmp_path / "reference"
     shutil.copytree(data.REFERENCE, reference)
     for path in reference.glob("*.csv"):
@@ -273,9 +289,11 @@ def test_fit_jacobian_writes_the_step_it_measured(pcplab, tmp_path):
             path.write_text("\n".join(keep) + "\n")
     proc = pcplab(
         "fit", "--constants", "fault_cycles_4", "--max-nfev", "0", "--jacobian",
-        "--out", tmp_path / "fit", "--reference", reference,
+        "--start", "middle", "--out", tmp_path / "fit", "--reference", reference,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
+    kept = machines.read_toml(tmp_path / "fit" / "constants.toml")
+    assert kept["fault_cycles_4"] == machines.constants()["fault_cycles_4"]
     doc = json.loads((tmp_path / "fit" / "jacobian.json").read_text())
     assert list(doc["d"]) == ["fault_cycles_4"] and doc["step"] == 0.1
     assert len(doc["d"]["fault_cycles_4"]) == len(doc["rows"]) > 0

@@ -187,6 +187,27 @@ def fit(
     )
 
 
+# `pcplab fit --start`: which points each search starts from. "given" is
+# the point the search is handed (the main fit: constants.toml; a fold: the
+# main fit's result, which saw the machine the fold leaves out); "middle"
+# is Space.middle(), which no published figure set. "sample" names no
+# point: its search starts only from the best of --samples N.
+STARTS = {
+    "fitted": ("given",),
+    "middle": ("middle",),
+    "both": ("given", "middle"),
+    "sample": (),
+}
+
+
+def start_points(
+    space: Space, choice: str, label: str, given: dict[str, float]
+) -> dict[str, dict[str, float]]:
+    """Return the named points --start CHOICE searches from (GIVEN as LABEL)."""
+    points = {"given": (label, given), "middle": ("middle", given | space.middle())}
+    return dict(points[name] for name in STARTS[choice])
+
+
 def best_of(
     space: Space,
     starts: dict[str, dict[str, float]],

@@ -195,22 +195,13 @@ def fit_command(
     space = fit.Space.from_file(names.split(",") if names else None)
     directory = check_output_dir(out, "--out")
     fitted = machines.constants()
-    middle = fitted | space.middle()
     if start == "sample" and not samples:
         raise BadInput("--start sample searches from the best of --samples N; give N")
-    from_fitted, from_middle = start in ("fitted", "both"), start in ("middle", "both")
-
-    def starts(first: str, constants: dict[str, float]) -> dict[str, dict[str, float]]:
-        """Return where the searches start: FIRST's CONSTANTS, the middle, or both."""
-        return ({first: constants} if from_fitted else {}) | (
-            {"middle": middle} if from_middle else {}
-        )
-
-    # --max-nfev 0 evaluates its starts without searching: no samples to
-    # draw for it, and constants.toml when --start sample names no other
+    # --max-nfev 0 keeps constants.toml: the folds' base, nothing searched
+    main = fit.start_points(space, start, "constants.toml", fitted)
     result = fit.best_of(
         space,
-        starts("constants.toml", fitted) or {"constants.toml": fitted},
+        main if max_nfev else {"constants.toml": fitted},
         everyone,
         jobs,
         max_nfev,
@@ -227,7 +218,7 @@ def fit_command(
         # one from the middle does not
         folds = fit.cross_validate(
             space,
-            starts("full fit", result.constants),
+            fit.start_points(space, start, "full fit", result.constants),
             jobs,
             folds_nfev,
             click.echo,
