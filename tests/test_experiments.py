@@ -118,6 +118,7 @@ def test_the_registry_finds_the_shipped_experiments() -> None:
         "aaron2018",
         "aaron2018pf2",
         "aaron2018prefetch",
+        "aaron2018rfc",
         "ying2023",
         "ying2023zones",
         "yafang2024",
@@ -127,7 +128,7 @@ def test_the_registry_finds_the_shipped_experiments() -> None:
     ]
     assert experiments.names() == names
     assert experiments.fitted() == ["aaron2018", "ying2023", "yafang2024"]
-    assert experiments.published() == names[:7]
+    assert experiments.published() == names[:8]
     assert {"score", "throughput", "avg", "ratio"} <= set(experiments.kinds())
     assert experiments.get("host").needs_root
     assert "extra_machines" in experiments.get("aaron2018").options
@@ -135,10 +136,11 @@ def test_the_registry_finds_the_shipped_experiments() -> None:
 
 def test_a_new_module_and_toml_make_an_experiment(tiny: Path, capsys) -> None:
     """tiny.py and tiny.toml alone: reproduce, fidelity and the fit take it."""
-    assert experiments.names()[:5] == [
+    assert experiments.names()[:6] == [
         "aaron2018",
         "aaron2018pf2",
         "aaron2018prefetch",
+        "aaron2018rfc",
         "tiny",
         "ying2023",
     ]
@@ -283,6 +285,33 @@ def test_ying2023zones_holds_the_model_to_the_mails_contention() -> None:
     assert (machine, what) == ("Sapphire Rapids 2S", "heldout_zone@1")
     assert residual == pytest.approx((row["zone_contention"] - 13.01) / 10)
     assert "ying2023zones" not in experiments.fitted()
+
+
+def test_aaron2018rfc_runs_each_policy_of_the_rfc_beside_its_figures() -> None:
+    """The default and no-merge on the unseen Skylake(2S): unmerged frees are fast."""
+    from pcplab.experiments._common import heldout_rows
+
+    rfc = experiments.get("aaron2018rfc")
+    rows = {r["policy"]: r for r in rfc.run(True, 2)}
+    published = heldout_rows("aaron2018rfc_zone_lock")
+    assert set(rows) == {r["policy"] for r in published} == {"default", "no-merge"}
+    for r in published:
+        field = {"all": "zone", "free": "zone_free"}[r["path"]]
+        assert rows[r["policy"]][f"{field}_published"] == float(r["zone_lock_pct"])
+    for r in rows.values():  # each path's wait is part of zone->lock's
+        assert 0 < r["zone_free"] + r["zone_alloc"] <= r["zone"] + 1e-9
+    # no buddy read under the lock: the free path's wait all but vanishes
+    assert rows["no-merge"]["zone_free"] < rows["default"]["zone_free"] / 4
+    got = {what: res for _, what, res in rfc.residuals(list(rows.values()))}
+    assert set(got) == {
+        "heldout_rfc_zone@default",
+        "heldout_rfc_free@default",
+        "heldout_rfc_free@no-merge",
+    }
+    assert got["heldout_rfc_free@no-merge"] == pytest.approx(
+        (rows["no-merge"]["zone_free"] - 1.1) / 10
+    )
+    assert "Skylake(2S)" not in fidelity.reference_machines()
 
 
 def test_aaron2018pf2_scores_a_change_by_its_distance_from_the_range() -> None:

@@ -37,6 +37,7 @@ PUBLISHED = {
     "aaron2018_contention": [("reference", 3)],  # zone, LRU and total
     "aaron2018pf2_change": [("heldout", 2)],  # both ends of the range
     "aaron2018prefetch_scores": [("heldout", 2)],  # the score and its ratio
+    "aaron2018rfc_contention": [("heldout", 1)],  # one path of one policy a row
     "ying2023_throughput": [("reference", 1)],
     "ying2023_hold_times": [("reference", 4)],  # free and alloc, avg and 99%
     "ying2023zones_contention": [("heldout", 1)],  # one zone and four instances

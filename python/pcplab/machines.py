@@ -67,6 +67,7 @@ COST_NAMES = (
     "pcp_free_ns",
     "buddy_alloc_page_ns",
     "buddy_free_page_ns",
+    "buddy_free_unmerged_ns",
     "lru_add_page_ns",
     "lru_del_page_ns",
     "unmap_page_ns",

@@ -67,6 +67,7 @@ static cJSON *policy_decisions(const struct pcp_policy_ops *ops)
 		{ ops->zone_locked, "zone->lock found held" },
 		{ ops->free_remote, "free to another CPU" },
 		{ ops->no_time_decay, "no decay_pcp_high" },
+		{ ops->skip_merge_order0, "order-0 merge (__free_one_page)" },
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(decisions); i++)

@@ -338,6 +338,11 @@ void __free_one_page(struct page *page, unsigned long pfn, struct zone *zone,
 
 	page->state = PAGE_TAIL;
 	account_freepages(zone, 1L << order);
+	if (!order && pcp_policy.ops->skip_merge_order0) {
+		/* to the head, where the next refill takes it back cache-hot */
+		add_to_free_list(page, zone, 0, migratetype, false);
+		return;
+	}
 	while (order < MAX_PAGE_ORDER) {
 		unsigned long buddy_pfn = pfn ^ (1UL << order);
 		struct page *buddy;
@@ -377,7 +382,7 @@ void free_one_page(struct zone *zone, struct page *page, unsigned long pfn,
 		   unsigned int order, int fpi_flags)
 {
 	spin_lock(&zone->lock);
-	cost(COST_BUDDY_FREE_PAGE, 1);
+	cost(buddy_free_cost(order), 1);
 	__free_one_page(page, pfn, zone, order, get_pageblock_migratetype(page),
 			fpi_flags);
 	spin_unlock(&zone->lock);

@@ -81,7 +81,9 @@ static unsigned long check_free_lists(struct invariant_report *r,
 							page));
 				mark_block(r, zone, seen, page_to_pfn(page), o,
 					   "buddy");
-				if (o < MAX_PAGE_ORDER) {
+				/* a policy may leave order-0 buddies apart */
+				if (o < MAX_PAGE_ORDER &&
+				    (o || !pcp_policy.ops->skip_merge_order0)) {
 					unsigned long b =
 						page_to_pfn(page) ^ (1UL << o);
 

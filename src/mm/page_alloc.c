@@ -413,7 +413,7 @@ void free_pcppages_bulk(struct zone *zone, int count, struct per_cpu_pages *pcp,
 	while (count > 0) {
 		struct list_head *list;
 		int order, nr_pages;
-
+		enum cost_kind free_cost;
 		int visited = 0;
 
 		do {
@@ -425,6 +425,7 @@ void free_pcppages_bulk(struct zone *zone, int count, struct per_cpu_pages *pcp,
 		} while (list_empty(list));
 		order = pindex_to_order((unsigned int)pindex);
 		nr_pages = 1 << order;
+		free_cost = buddy_free_cost(order);
 		prefetch_page_and_buddies(list_at(list->prev), list);
 
 		do {
@@ -438,7 +439,7 @@ void free_pcppages_bulk(struct zone *zone, int count, struct per_cpu_pages *pcp,
 			count -= nr_pages;
 			pcp->count -= nr_pages;
 			freed += nr_pages;
-			cost(COST_BUDDY_FREE_PAGE, nr_pages);
+			cost(free_cost, nr_pages);
 			__free_one_page(page, page_to_pfn(page), zone, order,
 					get_pfnblock_migratetype(zone, page),
 					FPI_NONE);

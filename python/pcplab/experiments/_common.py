@@ -16,6 +16,7 @@ from typing import Any
 
 from pcplab import charts, data, machines, runs
 from pcplab.errors import BadInput
+from pcplab.render import md_table
 
 
 def own_name(module: str) -> str:
@@ -62,6 +63,13 @@ def server_ticks(rows: list[dict[str, Any]]) -> list[tuple[float, str]]:
 def heading(name: str) -> list[str]:
     """Return the heading of experiment NAME's section of docs/fidelity.md."""
     return [f"## {name}: {load_experiment(name)['title']}", ""]
+
+
+def table_section(
+    name: str, intro: str, header: Sequence[str], cells: Sequence[Sequence[Any]]
+) -> list[str]:
+    """Return a docs/fidelity.md section: NAME's heading, INTRO, one table."""
+    return [*heading(name), intro, "", *md_table(list(header), cells), ""]
 
 
 def mode_table(

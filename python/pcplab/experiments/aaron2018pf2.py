@@ -16,7 +16,6 @@ from typing import Any
 from pcplab import charts
 from pcplab.experiments._common import (
     fitted_profiles,
-    heading,
     heldout_rows,
     load_experiment,
     mode_table,
@@ -25,9 +24,10 @@ from pcplab.experiments._common import (
     run_specs,
     server_ticks,
     sim_spec,
+    table_section,
     timing,
 )
-from pcplab.render import line, md_table
+from pcplab.render import line
 from pcplab.stats import change_pct
 from pcplab.tolerance import Kind, Residual, add
 
@@ -149,17 +149,14 @@ def plots(rows: list[dict[str, Any]], out: Path) -> list[Path]:
 
 def section(rows: list[dict[str, Any]], cv: list[dict[str, Any]]) -> list[str]:
     """Return the docs/fidelity.md table: each server's change beside the range."""
-    lines = [
-        *heading(NAME),
+    return table_section(
+        NAME,
         "Held out: a figure no fit reads (pcplab/heldout/). The commit gives one "
         "range, +10 to +18%, for both servers and both candidates (63 and 127); "
         "a server's error is its distance from that range, in points. Score in "
         "pages/s at batch 31 (the model's; none is published), lock contention "
         "in % of all CPU time (the model's). `in the fit`: the server's "
         "page_fault1 sweep is among the rows fitted on.",
-        "",
-    ]
-    lines += md_table(
         [
             "machine",
             "LKP host (assumed)",
@@ -175,5 +172,3 @@ def section(rows: list[dict[str, Any]], cv: list[dict[str, Any]]) -> list[str]:
             for r in rows
         ],
     )
-    lines.append("")
-    return lines

@@ -6,8 +6,6 @@ will-it-scale page_fault1, one task per CPU, on a 2- and a 4-socket
 Broadwell and Skylake. The 2-socket Skylake and the 4-socket Broadwell are
 in no reference CSV and their figures are never fitted on
 (pcplab/heldout/): the model predicts them from their public facts alone.
-The same 2-socket Skylake's zone->lock contention, from Aaron Lu's later
-RFC on the same workload (2018-03 and 2018-05), is held out too.
 """
 
 from __future__ import annotations
@@ -18,7 +16,6 @@ from typing import Any
 from pcplab import charts
 from pcplab.experiments._common import (
     fitted_profiles,
-    heading,
     heldout_rows,
     load_experiment,
     mode_table,
@@ -27,9 +24,10 @@ from pcplab.experiments._common import (
     run_specs,
     server_ticks,
     sim_spec,
+    table_section,
     timing,
 )
-from pcplab.render import err, line, md_table
+from pcplab.render import err, line
 from pcplab.stats import change_pct
 from pcplab.tolerance import Kind, Residual, add
 
@@ -39,11 +37,7 @@ BATCH = 31  # every run's: 4.18's zone_batchsize() on these zones, as the thread
 KINDS = {
     "heldout_score": Kind(True, 0.10, "score (held out)"),
     "heldout_ratio": Kind(True, 0.10, "score over the anchor's (held out)"),
-    "heldout_rfc_zone": Kind(False, 10, "zone->lock contention, 2018 RFC (held out)"),
-    "heldout_rfc_free": Kind(False, 10, "its free path (held out)"),
 }
-# the heldout_zone CSV's `path` column -> the kind its figure is held to
-PATH_KINDS = {"all": "heldout_rfc_zone", "free": "heldout_rfc_free"}
 
 
 def published(exp: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -53,28 +47,6 @@ def published(exp: dict[str, Any]) -> dict[str, dict[str, Any]]:
         entry = out.setdefault(row["machine"], {"lkp_host": row["lkp_host"], "by": {}})
         entry["by"][(row["kernel"], row["patches"])] = float(row["score"])
     return out
-
-
-def published_contention(exp: dict[str, Any]) -> dict[str, dict[str, float]]:
-    """Return per machine the RFC's zone->lock contention (%) by kind of figure."""
-    out: dict[str, dict[str, float]] = {}
-    for row in heldout_rows(exp["heldout_zone"]):
-        kind = PATH_KINDS[row["path"]]
-        out.setdefault(row["machine"], {})[kind] = float(row["zone_lock_pct"])
-    return out
-
-
-def free_path_contention(res: dict[str, Any]) -> float:
-    """Return the % of CPU time spent waiting for zone->lock in free_pcppages_bulk."""
-    lock = res["locks"]["zone_lock"]
-    if not lock["wait_ns"]:
-        return 0.0
-    free = sum(
-        c["total_wait_ns"]
-        for c in lock["callers"]
-        if c["caller"] == "free_pcppages_bulk"
-    )
-    return res["contention"]["zone_lock_pct"] * free / lock["wait_ns"]
 
 
 def run(quick: bool, workers: int, *, scheduler: Any = None) -> list[dict[str, Any]]:
@@ -90,7 +62,6 @@ def run(quick: bool, workers: int, *, scheduler: Any = None) -> list[dict[str, A
 
     seen = fitted_profiles(experiments.fitted())
     held = (exp["kernel_row"], exp["patches"])
-    contention = published_contention(exp)
     rows = []
     for (machine, profile), res in zip(machines, results, strict=True):
         thread = figures[machine]
@@ -103,12 +74,7 @@ def run(quick: bool, workers: int, *, scheduler: Any = None) -> list[dict[str, A
                 "score": res["throughput"]["ops_per_s"],
                 "score_published": thread["by"][held],
                 "zone_contention": res["contention"]["zone_lock_pct"],
-                "zone_free_contention": free_path_contention(res),
                 "lru_contention": res["contention"]["lru_lock_pct"],
-                **{
-                    f"{kind}_published": pct
-                    for kind, pct in contention.get(machine, {}).items()
-                },
                 **{
                     f"published_{kernel}_{patches}": score
                     for (kernel, patches), score in thread["by"].items()
@@ -146,13 +112,6 @@ def residuals(rows: list[dict[str, Any]]) -> list[Residual]:
                 r["ratio"],
                 r["ratio_published"],
             )
-        for kind, model in (
-            ("heldout_rfc_zone", r.get("zone_contention")),
-            ("heldout_rfc_free", r.get("zone_free_contention")),
-        ):
-            add(
-                out, KINDS, r["machine"], kind, BATCH, model, r.get(f"{kind}_published")
-            )
     return out
 
 
@@ -163,15 +122,9 @@ def _cells(r: dict[str, Any]) -> list[str]:
         err(r["score"], r["score_published"]),
         f"{r['ratio']:.3f} / {r['ratio_published']:.3f}",
         err(r["ratio"], r["ratio_published"]),
-        _versus(r["zone_contention"], r.get("heldout_rfc_zone_published")),
-        _versus(r["zone_free_contention"], r.get("heldout_rfc_free_published")),
+        f"{r['zone_contention']:.0f}%",
         f"{r['lru_contention']:.0f}%",
     ]
-
-
-def _versus(model: float, published: float | None) -> str:
-    """Return a model contention, with the RFC's beside it where it gives one."""
-    return f"{model:.0f}%" + ("" if published is None else f" / {published:.0f}%")
 
 
 def text(rows: list[dict[str, Any]], spec: dict[str, Any]) -> str:
@@ -273,19 +226,6 @@ def _effect(r: dict[str, Any], kernel: str, before: str, after: str) -> str:
 def section(rows: list[dict[str, Any]], cv: list[dict[str, Any]]) -> list[str]:
     """Return the docs/fidelity.md table: the held-out servers beside the seen ones."""
     exp = load_experiment(NAME)
-    lines = [
-        *heading(NAME),
-        f"Held out: figures no fit reads (pcplab/heldout/). Score in pages/s, "
-        f"model / published ({exp['kernel_row']} with both patches, the free "
-        f"path of the 4.18 model), and over {exp['anchor']}'s in the same table; "
-        "the model's lock contention in % of all CPU time, model / published "
-        "where the RFC that followed gives it (the prefetch thread gives "
-        "none; the free path: the wait in free_pcppages_bulk). `in the fit`: "
-        "the machine's 2018 sweep is among the rows "
-        "fitted on. The published gain of each patch is shown beside; the "
-        "model has no kernel without them.",
-        "",
-    ]
     cells = [
         [
             r["machine"],
@@ -297,7 +237,15 @@ def section(rows: list[dict[str, Any]], cv: list[dict[str, Any]]) -> list[str]:
         ]
         for r in rows
     ]
-    lines += md_table(
+    return table_section(
+        NAME,
+        f"Held out: figures no fit reads (pcplab/heldout/). Score in pages/s, "
+        f"model / published ({exp['kernel_row']} with both patches, the free "
+        f"path of the 4.18 model), and over {exp['anchor']}'s in the same table; "
+        "the model's lock contention in % of all CPU time (the thread gives "
+        "none). `in the fit`: the machine's 2018 sweep is among the rows "
+        "fitted on. The published gain of each patch is shown beside; the "
+        "model has no kernel without them.",
         [
             "machine",
             "LKP host (assumed)",
@@ -307,12 +255,9 @@ def section(rows: list[dict[str, Any]], cv: list[dict[str, Any]]) -> list[str]:
             f"over {exp['anchor']}",
             "error",
             "zone->lock",
-            "its free path",
             "LRU lock",
             "published: pick",
             "+ prefetch",
         ],
         cells,
     )
-    lines.append("")
-    return lines

@@ -15,16 +15,16 @@ from typing import Any
 
 from pcplab import charts
 from pcplab.experiments._common import (
-    heading,
     heldout_rows,
     load_experiment,
     mode_table,
     own_name,
     run_specs,
     sim_spec,
+    table_section,
     timing,
 )
-from pcplab.render import line, md_table
+from pcplab.render import line
 from pcplab.tolerance import Kind, Residual, add
 
 NAME = own_name(__name__)
@@ -123,8 +123,8 @@ def plots(rows: list[dict[str, Any]], out: Path) -> list[Path]:
 def section(rows: list[dict[str, Any]], cv: list[dict[str, Any]]) -> list[str]:
     """Return the docs/fidelity.md table: the model beside the mail's contention."""
     exp = load_experiment(NAME)
-    lines = [
-        *heading(NAME),
+    return table_section(
+        NAME,
         "Held out: a figure no fit reads (pcplab/heldout/). Contention in % of "
         "the busy CPUs' cycles, model / published; the model's LRU lock and "
         f"score beside. The mail's machine is {exp['profile']}'s (2 x 56 cores), "
@@ -132,11 +132,6 @@ def section(rows: list[dict[str, Any]], cv: list[dict[str, Any]]) -> list[str]:
         "zone instances of about 256 GB a node; with them the contention fell "
         "to 0.56% and the score rose up to 18.2% (the model has no zone "
         "instances).",
-        "",
-    ]
-    lines += md_table(
         ["zone instances", "zone->lock", "LRU lock (model)", "pages/s (model)"],
         [[str(r["zone_instances"]), *_cells(r)] for r in rows],
     )
-    lines.append("")
-    return lines

@@ -42,10 +42,22 @@ static u64 line_xfer(int from, int to)
 }
 
 /* The cost kinds of the pages a holder of a lock of @cls handles. */
-static const enum cost_kind page_kinds[NR_LOCK_CLASSES][2] = {
-	[LOCK_ZONE] = { COST_BUDDY_ALLOC_PAGE, COST_BUDDY_FREE_PAGE },
-	[LOCK_LRU] = { COST_LRU_ADD_PAGE, COST_LRU_DEL_PAGE },
+static const struct {
+	int nr;
+	enum cost_kind kind[3];
+} page_kinds[NR_LOCK_CLASSES] = {
+	[LOCK_ZONE] = { 3,
+			{ COST_BUDDY_ALLOC_PAGE, COST_BUDDY_FREE_PAGE,
+			  COST_BUDDY_FREE_UNMERGED } },
+	[LOCK_LRU] = { 2, { COST_LRU_ADD_PAGE, COST_LRU_DEL_PAGE } },
 };
+
+/* Add @delta to the cost of every page a holder of @cls handles. */
+static void charge_pages(struct vcpu *me, enum lock_class cls, s64 delta)
+{
+	for (int i = 0; i < page_kinds[cls].nr; i++)
+		me->cost[page_kinds[cls].kind[i]] += delta;
+}
 
 /*
  * While a waiter spins on the lock word, it keeps pulling the lock's line,
@@ -62,17 +74,15 @@ static const enum cost_kind page_kinds[NR_LOCK_CLASSES][2] = {
  */
 static void steal_while_spun(struct vcpu *me, spinlock_t *lock, bool waited)
 {
-	const enum cost_kind *kind = page_kinds[lock->cls];
 	enum cpu_distance d =
 		lock->head ? cpu_distance(me->hot.id, lock->head->hot.id)
 			   : DIST_SOCKET;
 	u64 steal;
 
-	if ((!lock->head && !waited) || kind[0] == kind[1])
+	if ((!lock->head && !waited) || !page_kinds[lock->cls].nr)
 		return;
 	steal = sim_machine.spin_steal[d];
-	me->cost[kind[0]] += steal;
-	me->cost[kind[1]] += steal;
+	charge_pages(me, lock->cls, (s64)steal);
 	me->stolen = steal;
 }
 
@@ -134,8 +144,7 @@ void spin_unlock(spinlock_t *lock)
 	if (sim_machine.ticket)
 		sim_sync();
 	if (me->stolen) {
-		me->cost[page_kinds[lock->cls][0]] -= me->stolen;
-		me->cost[page_kinds[lock->cls][1]] -= me->stolen;
+		charge_pages(me, lock->cls, -(s64)me->stolen);
 		me->stolen = 0;
 	}
 	hist_record(&this_cpu_stats()->lock[lock->cls].hold_ns,

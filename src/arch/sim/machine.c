@@ -85,9 +85,11 @@ static const struct machine_key constant_keys[] = {
 
 /* Profile keys of per-kind overrides, in ns (see enum cost_kind). */
 static const char *const cost_names[NR_COST_KINDS] = {
-	"fault_base_ns",      "clear_page_ns",	 "copy_page_ns",
-	"pcp_alloc_ns",	      "pcp_free_ns",	 "buddy_alloc_page_ns",
-	"buddy_free_page_ns", "lru_add_page_ns", "lru_del_page_ns",
+	"fault_base_ns",      "clear_page_ns",
+	"copy_page_ns",	      "pcp_alloc_ns",
+	"pcp_free_ns",	      "buddy_alloc_page_ns",
+	"buddy_free_page_ns", "buddy_free_unmerged_ns",
+	"lru_add_page_ns",    "lru_del_page_ns",
 	"unmap_page_ns",      "mmap_ns",
 };
 
@@ -387,6 +389,15 @@ void sim_machine_derive(const struct kernel_gen *gen, int tasks_per_node,
 		ipc_ps(k->zone_free_page_cycles * zone_cycles,
 		       k->zone_ipc_weight) +
 		ns_ps(k->zone_page_misses * m->miss_ns);
+	/*
+	 * An order-0 page freed without a merge: the same work, none of the
+	 * misses, which are the buddies' struct pages ("the most time
+	 * consuming part of operations under zone->lock is cache misses on
+	 * struct page", Aaron Lu, linux-mm 2018-02-05): the page's own line
+	 * was read outside the lock when it was picked (0a5f4e5b4562).
+	 */
+	m->cost[COST_BUDDY_FREE_UNMERGED] = ipc_ps(
+		k->zone_free_page_cycles * zone_cycles, k->zone_ipc_weight);
 	m->cost[COST_LRU_ADD_PAGE] = cycles_ps(k->lru_page_cycles);
 	m->cost[COST_LRU_DEL_PAGE] = cycles_ps(k->lru_page_cycles);
 	m->cost[COST_UNMAP_PAGE] = work_ps(k->unmap_page_cycles);

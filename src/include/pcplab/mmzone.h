@@ -355,6 +355,11 @@ struct pcp_policy_ops {
 			    unsigned int order);
 	/* No time-based decay of pcp->high by the vmstat worker. */
 	bool no_time_decay;
+	/*
+	 * __free_one_page() leaves an order-0 page on the order-0 list without
+	 * looking for its buddy: no buddy struct page is read under zone->lock.
+	 */
+	bool skip_merge_order0;
 	/* Moves pcp->high: needs a generation with high_min..high_max (v6.7). */
 	bool needs_high_autotune;
 };
@@ -392,6 +397,14 @@ struct pcp_policy {
 };
 
 extern struct pcp_policy pcp_policy;
+
+/* What freeing a block of @order to the buddy costs under zone->lock. */
+static inline enum cost_kind buddy_free_cost(unsigned int order)
+{
+	return !order && pcp_policy.ops->skip_merge_order0
+		       ? COST_BUDDY_FREE_UNMERGED
+		       : COST_BUDDY_FREE_PAGE;
+}
 extern struct pglist_data *node_data[MAX_NUMNODES];
 extern int nr_node_ids;
 extern int nr_cpu_ids;

@@ -60,6 +60,7 @@ enum cost_kind {
 	COST_PCP_FREE, /* free_frozen_pages to the PCP, per page */
 	COST_BUDDY_ALLOC_PAGE, /* __rmqueue + expand per block, zone->lock held */
 	COST_BUDDY_FREE_PAGE, /* __free_one_page per page, zone->lock held */
+	COST_BUDDY_FREE_UNMERGED, /* the same, an order-0 page left unmerged */
 	COST_LRU_ADD_PAGE, /* lruvec_add_folio, lru_lock held */
 	COST_LRU_DEL_PAGE, /* lruvec_del_folio, lru_lock held */
 	COST_UNMAP_PAGE, /* zap_pte_range and TLB flush share, per page */
