@@ -405,6 +405,7 @@ static inline enum cost_kind buddy_free_cost(unsigned int order)
 		       ? COST_BUDDY_FREE_UNMERGED
 		       : COST_BUDDY_FREE_PAGE;
 }
+
 extern struct pglist_data *node_data[MAX_NUMNODES];
 extern int nr_node_ids;
 extern int nr_cpu_ids;
