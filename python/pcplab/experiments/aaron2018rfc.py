@@ -34,8 +34,8 @@ KINDS = {
     "heldout_rfc_zone": Kind(False, 10, "zone->lock contention, 2018 RFC (held out)"),
     "heldout_rfc_free": Kind(False, 10, "its free path (held out)"),
 }
-# the CSV's `path` column -> the row field holding the model's figure
-PATHS = {"all": "zone", "free": "zone_free"}
+# the CSV's `path` column -> the row field of the model's figure, its kind
+PATHS = {"all": ("zone", "heldout_rfc_zone"), "free": ("zone_free", "heldout_rfc_free")}
 # the model's series of the plot: a row field and its label
 SERIES = (("zone", "zone->lock"), ("zone_free", "free path"), ("lru", "LRU lock"))
 
@@ -78,7 +78,7 @@ def run(quick: bool, workers: int, *, scheduler: Any = None) -> list[dict[str, A
                 "zone_alloc": path_contention(res, "rmqueue_bulk"),
                 "lru": res["contention"]["lru_lock_pct"],
                 **{
-                    f"{PATHS[path]}_published": pct
+                    f"{PATHS[path][0]}_published": pct
                     for path, pct in mail[policy].items()
                 },
             }
@@ -90,10 +90,7 @@ def residuals(rows: list[dict[str, Any]]) -> list[Residual]:
     """Residuals of every path's contention the RFC gives, per policy."""
     out: list[Residual] = []
     for r in rows:
-        for kind, field in (
-            ("heldout_rfc_zone", "zone"),
-            ("heldout_rfc_free", "zone_free"),
-        ):
+        for field, kind in PATHS.values():
             model, pub = r.get(field), r.get(f"{field}_published")
             add(out, KINDS, r["machine"], kind, r["policy"], model, pub)
     return out
