@@ -378,3 +378,11 @@ def test_the_best_sample_is_one_more_start(monkeypatch):
     assert judged == [["Haswell-EP"]] * 4
     assert searched == [1.3, points[2]]
     assert best.start == "sample 3 of 4"
+
+
+def test_a_refused_start_writes_no_directory(pcplab, tmp_path):
+    """--start sample without --samples is refused before --out is created."""
+    out = tmp_path / "fit"
+    proc = pcplab("fit", "--start", "sample", "--out", out)
+    assert proc.returncode == 2 and "--samples N" in proc.stderr
+    assert not out.exists()

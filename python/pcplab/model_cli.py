@@ -190,18 +190,22 @@ def fit_command(
 
     if leave_out and not folds_nfev:
         raise BadInput("--leave-out names a fold to refit; give --cross-validate N too")
+    if start == "sample" and not samples:
+        raise BadInput("--start sample searches from the best of --samples N; give N")
     fidelity.check_machines(leave_out, "--leave-out")
     everyone = list(fidelity.reference_machines())
     space = fit.Space.from_file(names.split(",") if names else None)
     directory = check_output_dir(out, "--out")
     fitted = machines.constants()
-    if start == "sample" and not samples:
-        raise BadInput("--start sample searches from the best of --samples N; give N")
     # --max-nfev 0 keeps constants.toml: the folds' base, nothing searched
-    main = fit.start_points(space, start, "constants.toml", fitted)
+    main = (
+        fit.start_points(space, start, "constants.toml", fitted)
+        if max_nfev
+        else {"constants.toml": fitted}
+    )
     result = fit.best_of(
         space,
-        main if max_nfev else {"constants.toml": fitted},
+        main,
         everyone,
         jobs,
         max_nfev,
