@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 PANEL_SIZE = (4.2, 3.1)  # inches per panel
+WIDE_PANEL_SIZE = (6.0, 4.0)  # a figure of one panel with categorical x
 MODEL_NOTE = "model"
 SEEDS_NOTE = "model (bars: ±1 s.d. over seeds)"
 
@@ -393,3 +394,8 @@ def draw(figure: Figure) -> list[Path]:
     fig.tight_layout()
     _legend(fig, figure, colours)
     return save(fig, figure.stem)
+
+
+def draw_panel(stem: Path, title: str, panel: Panel) -> list[Path]:
+    """Draw a figure of PANEL alone, one wide panel; write STEM.png and STEM.svg."""
+    return draw(Figure(stem, title, [panel], size=WIDE_PANEL_SIZE))

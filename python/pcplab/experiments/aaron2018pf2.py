@@ -137,13 +137,10 @@ def plots(rows: list[dict[str, Any]], out: Path) -> list[Path]:
         xticks=server_ticks(rows),
         from_zero=True,
     )
-    return charts.draw(
-        charts.Figure(
-            out / f"{NAME}_change",
-            f"{NAME}: page_fault2 from batch 31 to the candidates",
-            [panel],
-            size=(6.0, 4.0),
-        )
+    return charts.draw_panel(
+        out / f"{NAME}_change",
+        f"{NAME}: page_fault2 from batch 31 to the candidates",
+        panel,
     )
 
 

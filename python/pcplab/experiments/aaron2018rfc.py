@@ -155,13 +155,10 @@ def plots(rows: list[dict[str, Any]], out: Path) -> list[Path]:
         xticks=charts.categories([r["policy"] for r in rows]),
         from_zero=True,
     )
-    return charts.draw(
-        charts.Figure(
-            out / f"{NAME}_contention",
-            f"{NAME}: zone->lock by path, order-0 merging skipped",
-            [panel],
-            size=(6.0, 4.0),
-        )
+    return charts.draw_panel(
+        out / f"{NAME}_contention",
+        f"{NAME}: zone->lock by path, order-0 merging skipped",
+        panel,
     )
 
 

@@ -110,13 +110,10 @@ def plots(rows: list[dict[str, Any]], out: Path) -> list[Path]:
         xticks=charts.categories(["one zone", "four instances (not modelled)"]),
         from_zero=True,
     )
-    return charts.draw(
-        charts.Figure(
-            out / f"{NAME}_contention",
-            f"{NAME}: zone->lock contention at the kernel's defaults",
-            [panel],
-            size=(6.0, 4.0),
-        )
+    return charts.draw_panel(
+        out / f"{NAME}_contention",
+        f"{NAME}: zone->lock contention at the kernel's defaults",
+        panel,
     )
 
 
