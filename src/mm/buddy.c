@@ -339,7 +339,11 @@ void __free_one_page(struct page *page, unsigned long pfn, struct zone *zone,
 	page->state = PAGE_TAIL;
 	account_freepages(zone, 1L << order);
 	if (!order && pcp_policy.ops->skip_merge_order0) {
-		/* to the head, where the next refill takes it back cache-hot */
+		/*
+		 * Not in mm/page_alloc.c: the no-merge policy (Aaron Lu's 2018
+		 * RFC, policies/no_merge.c) reads no buddy. To the head, where
+		 * the next refill takes the page back cache-hot.
+		 */
 		add_to_free_list(page, zone, 0, migratetype, false);
 		return;
 	}

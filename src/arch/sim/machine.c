@@ -368,11 +368,13 @@ void sim_machine_derive(const struct kernel_gen *gen, int tasks_per_node,
 					   : hw->mem_channels * hw->mem_mts *
 						     8e6 * k->mem_bw_efficiency;
 	double node_bw = socket_bw * m->sockets / m->numa_nodes;
+	u64 buddy_misses; /* the struct page lines a page's buddy work misses */
 
 	m->clock_ghz =
 		hw->all_core_ghz +
 		fmax(0, hw->turbo_ghz - hw->all_core_ghz) * (1 - busy_share);
 	m->miss_ns = hit * hw->llc_ns + (1 - hit) * dram;
+	buddy_misses = ns_ps(k->zone_page_misses * m->miss_ns);
 	if (hw->meltdown)
 		fault += k->kpti_fault_cycles;
 	m->cost[COST_FAULT_BASE] =
@@ -384,11 +386,7 @@ void sim_machine_derive(const struct kernel_gen *gen, int tasks_per_node,
 	m->cost[COST_BUDDY_ALLOC_PAGE] =
 		ipc_ps(k->zone_alloc_page_cycles * zone_cycles,
 		       k->zone_ipc_weight) +
-		ns_ps(k->zone_page_misses * m->miss_ns);
-	m->cost[COST_BUDDY_FREE_PAGE] =
-		ipc_ps(k->zone_free_page_cycles * zone_cycles,
-		       k->zone_ipc_weight) +
-		ns_ps(k->zone_page_misses * m->miss_ns);
+		buddy_misses;
 	/*
 	 * An order-0 page freed without a merge: the same work, none of the
 	 * misses, which are the buddies' struct pages ("the most time
@@ -398,6 +396,8 @@ void sim_machine_derive(const struct kernel_gen *gen, int tasks_per_node,
 	 */
 	m->cost[COST_BUDDY_FREE_UNMERGED] = ipc_ps(
 		k->zone_free_page_cycles * zone_cycles, k->zone_ipc_weight);
+	m->cost[COST_BUDDY_FREE_PAGE] =
+		m->cost[COST_BUDDY_FREE_UNMERGED] + buddy_misses;
 	m->cost[COST_LRU_ADD_PAGE] = cycles_ps(k->lru_page_cycles);
 	m->cost[COST_LRU_DEL_PAGE] = cycles_ps(k->lru_page_cycles);
 	m->cost[COST_UNMAP_PAGE] = work_ps(k->unmap_page_cycles);
