@@ -171,8 +171,10 @@ def test_folds_written_by_a_fit_are_read_back(tmp_path):
     with pytest.raises(BadInput, match="positive constants"):
         fit.crossval_constants(path)
     path.write_text("[left_out.Nowhere]\nsmt_factor = 1.25\n")
-    with pytest.raises(BadInput, match="Nowhere: not a reference machine"):
+    with pytest.raises(BadInput, match="Nowhere: not a reference machine") as bad:
         fit.crossval_constants(path)
+    # each known name quoted, as one may hold commas
+    assert "'AMD EPYC 7W83 64-Core, single NUMA node, KVM'" in str(bad.value)
     path.write_text("[left_out\n")
     with pytest.raises(BadInput, match="cannot read --folds .*crossval.toml"):
         fit.crossval_constants(path)

@@ -348,6 +348,12 @@ def test_host_info(pcplab):
 def test_traced_run_at_a_high_fraction(pcplab, tmp_path):
     """Live tracepoint bursts obey the PCP rules; the sysctl comes back."""
     before = HF.read_text()
+    # what the lists may hold when the fraction is written: up to the cap
+    # of the high in force before (auto-tuned up to high_max since 6.7)
+    normal_before = [z for z in procfs.read_pagesets() if z["zone"] == "Normal"]
+    high_max_before = max(
+        c["high_max"] or c["high"] for z in normal_before for c in z["cpus"]
+    )
     env = {**os.environ, "PCPLAB_STATE_DIR": str(tmp_path)}
     result = _json(
         _run(
@@ -388,10 +394,15 @@ def test_traced_run_at_a_high_fraction(pcplab, tmp_path):
     # a drain frees at most what the list holds, which passes high by the
     # last block freed into it: up to a THP's pages less one, as the pcp
     # lists keep HPAGE_PMD_ORDER blocks (any process's, e.g. a huge page
-    # madvised elsewhere)
-    assert (
-        drain["pages_per_call"]["max"] <= normal["high_max"] + _largest_pcp_block() - 1
+    # madvised elsewhere). Writing the fraction lowers high but drains
+    # nothing: a list filled under the high of before empties later, in
+    # drains that drain_pages_zone() repeats back to back (one burst).
+    slack = _largest_pcp_block() - 1
+    assert drain["pages_per_call"]["max"] <= (
+        max(normal["high_max"], high_max_before) + slack
     )
+    # the run's own drains (most calls) keep to the new high
+    assert drain["pages_per_call"]["p50"] <= normal["high_max"] + slack
     assert tracing["refill"]["calls"] > 0
     assert result["lock_hold_ns"]["zone_lock"]["count"] == (
         drain["calls"] + tracing["refill"]["calls"]

@@ -40,9 +40,10 @@ def check_machines(names: Iterable[str], option: str) -> None:
     known = reference_machines()
     unknown = sorted(set(names) - set(known))
     if unknown:
+        # quoted: a machine's name may hold commas (the EPYC guest's does)
         raise BadInput(
             f"{option} {', '.join(unknown)}: not a reference machine; "
-            f"known: {', '.join(known)}"
+            f"known: {', '.join(f'{m!r}' for m in known)}"
         )
 
 
