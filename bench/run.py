@@ -180,11 +180,14 @@ BENCHMARKS = {"fastpath": fastpath, "sim": sim, "perf_overhead": perf_overhead}
 def main(argv: list[str]) -> int:
     """Run the named benchmarks (all by default) and write their results."""
     names = argv or sorted(BENCHMARKS)
+    unknown = [name for name in names if name not in BENCHMARKS]
+    if unknown:  # before any runs, so that a typo overwrites no result
+        print(
+            f"bench: unknown benchmark '{unknown[0]}'; known: {', '.join(BENCHMARKS)}"
+        )
+        return 2
     RESULTS.mkdir(exist_ok=True)
     for name in names:
-        if name not in BENCHMARKS:
-            print(f"bench: unknown benchmark '{name}'; known: {', '.join(BENCHMARKS)}")
-            return 2
         record = {
             "benchmark": name,
             "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
