@@ -368,7 +368,7 @@ void sim_machine_derive(const struct kernel_gen *gen, int tasks_per_node,
 					   : hw->mem_channels * hw->mem_mts *
 						     8e6 * k->mem_bw_efficiency;
 	double node_bw = socket_bw * m->sockets / m->numa_nodes;
-	u64 buddy_misses; /* the struct page lines a page's buddy work misses */
+	u64 buddy_misses; /* ps: the struct page misses of a buddy page */
 
 	m->clock_ghz =
 		hw->all_core_ghz +
