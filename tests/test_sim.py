@@ -145,9 +145,12 @@ def sweep(machine: str, batches: list[int]) -> dict[int, dict]:
 def test_skylake_ex_has_the_2018_batch_sweep_shape():
     """4S Skylake, 4.18, one task per CPU: the shape of Aaron Lu's table.
 
-    Batch 31 -> 63 gains (published +17%; the fitted model's +8% is a miss
-    docs/fidelity.md reports), flat beyond 127; zone->lock contention above
-    50% at 31, below 10% at 511, while LRU contention rises.
+    Batch 31 -> 63 gains (published +17%; docs/fidelity.md has the model's
+    figure), flat beyond 127; zone->lock contention above 50% at 31, below
+    10% at 511, while LRU contention rises. Some stays at 31 (published
+    8%): 4.18's release_pages() frees a munmap gather of 510 pages after its
+    lru_lock holds, so the holds come in runs that queue on each other
+    (freed every 32 pages instead: 1.5%).
     """
     runs = sweep("skylake-ex", [31, 63, 127, 511])
     score = {b: r["throughput"]["ops_per_s"] for b, r in runs.items()}
@@ -157,7 +160,7 @@ def test_skylake_ex_has_the_2018_batch_sweep_shape():
     assert gain >= 1.05 and gain <= 1.25, gain
     assert abs(score[511] / score[127] - 1) <= 0.03
     assert zone[31] > 50 and zone[511] < 10
-    assert lru[511] > lru[63] > lru[31]
+    assert lru[511] > lru[63] > lru[31] >= 3
 
 
 def test_haswell_desktop_is_flat():

@@ -19,19 +19,22 @@ static const struct kernel_gen kernel_gens[] = {
 		 * 31). Order-0 pages only on the pcp lists, high = 6 * batch,
 		 * refill and drain exactly batch, IRQs off instead of a pcp
 		 * lock, pagevecs of 15, release_pages relocking lru_lock
-		 * every SWAP_CLUSTER_MAX (32) pages.
+		 * every SWAP_CLUSTER_MAX (32) pages and freeing munmap's
+		 * mmu_gather batch (MAX_GATHER_BATCH, 510) after its LRU work.
 		 */
 		.name = "4.18",
 		.batch_cap_bytes = 512 * 1024,
 		.lru_batch = 15,
 		.lru_release_batch = 32,
+		.release_gather = 510,
 		.relinquish = RELINQUISH_OFF,
 	},
 	{
 		/*
 		 * v6.6: high-order pcp lists (v5.13), high from the low
 		 * watermark or percpu_pagelist_high_fraction and free_factor
-		 * drain scaling (v5.14), the pcp spinlock with trylock (v6.0).
+		 * drain scaling (v5.14), the pcp spinlock with trylock (v6.0);
+		 * release_pages as in v4.18.
 		 */
 		.name = "6.6",
 		.folio_fault = true,
@@ -42,6 +45,7 @@ static const struct kernel_gen kernel_gens[] = {
 		.batch_cap_bytes = 1024 * 1024,
 		.lru_batch = 15,
 		.lru_release_batch = 32,
+		.release_gather = 510,
 		.relinquish = RELINQUISH_OFF,
 	},
 	{
@@ -49,7 +53,7 @@ static const struct kernel_gen kernel_gens[] = {
 		 * v6.18: "mm: PCP high auto-tuning" (v6.7), chunked
 		 * drain_pages_zone (55f77df7d715, v6.10; 66eca1021a42, v6.11),
 		 * the v6.16 free_high threshold (c544a952ba61), folio batches
-		 * of 31.
+		 * of 31 (release_pages through folios_put_refs() since v6.9).
 		 */
 		.name = "6.18",
 		.folio_fault = true,
@@ -62,6 +66,7 @@ static const struct kernel_gen kernel_gens[] = {
 		.batch_cap_bytes = 1024 * 1024,
 		.lru_batch = 31,
 		.lru_release_batch = 31,
+		.release_gather = 31,
 		.relinquish = RELINQUISH_OFF,
 	},
 	{
@@ -81,6 +86,7 @@ static const struct kernel_gen kernel_gens[] = {
 		.batch_cap_bytes = 1024 * 1024,
 		.lru_batch = 31,
 		.lru_release_batch = 31,
+		.release_gather = 31,
 		.relinquish = RELINQUISH_BATCHED,
 	},
 };

@@ -56,42 +56,52 @@ void lru_add_drain(struct folio_batch *fbatch)
 }
 
 /*
- * Drop the last reference to @nr mapped pages: take them off the LRU, a
- * batch per lru_lock hold (v4.18's release_pages relocked every
- * SWAP_CLUSTER_MAX pages, v6.x takes a folio_batch), and free each batch
- * through the pageset. (v4.18 freed a whole mmu_gather list at once after
- * the LRU work; the pages reach the same pageset either way.)
+ * Drop the last reference to @nr mapped pages, a gather at a time: the
+ * gather's pages leave the LRU, a batch of lru_release_batch per lru_lock
+ * hold, and then all of them go to the pageset. Up to v6.8 munmap's
+ * mmu_gather handed release_pages() MAX_GATHER_BATCH (510) pages; it
+ * relocked lru_lock every SWAP_CLUSTER_MAX (32) pages to bound the time
+ * with IRQs off, put the pages on a local list and freed the list in one
+ * free_unref_page_list() after the LRU work, so a CPU's drains under
+ * zone->lock come in a run after its lru_lock holds. Since v6.9
+ * (folios_put_refs()) a folio_batch of 31 does both in turn. The lock
+ * sites stay in this function: perf lock names release_pages.
  */
 void release_pages(struct page **pages, unsigned long nr)
 {
+	unsigned long gather = (unsigned long)pcp_policy.gen.release_gather;
 	unsigned long chunk = (unsigned long)pcp_policy.gen.lru_release_batch;
 
-	for (unsigned long i = 0; i < nr; i += chunk) {
-		unsigned long n = min(chunk, nr - i);
-		struct lruvec *locked = NULL;
+	for (unsigned long g = 0; g < nr; g += gather) {
+		unsigned long end = min(g + gather, nr);
 
-		for (unsigned long j = i; j < i + n; j++) {
-			struct page *page = pages[j];
-			struct lruvec *lruvec;
+		for (unsigned long i = g; i < end; i += chunk) {
+			unsigned long stop = min(i + chunk, end);
+			struct lruvec *locked = NULL;
 
-			/* cold since they were faulted: keep misses in flight */
-			if (j + 32 < nr)
-				prefetchw(pages[j + 32]);
-			if (!page->on_lru)
-				continue;
-			lruvec = page_lruvec(page);
-			if (lruvec != locked) {
-				if (locked)
-					spin_unlock(&locked->lru_lock);
-				spin_lock(&lruvec->lru_lock);
-				locked = lruvec;
+			for (unsigned long j = i; j < stop; j++) {
+				struct page *page = pages[j];
+				struct lruvec *lruvec;
+
+				/* cold since they were faulted: misses in flight */
+				if (j + 32 < nr)
+					prefetchw(pages[j + 32]);
+				if (!page->on_lru)
+					continue;
+				lruvec = page_lruvec(page);
+				if (lruvec != locked) {
+					if (locked)
+						spin_unlock(&locked->lru_lock);
+					spin_lock(&lruvec->lru_lock);
+					locked = lruvec;
+				}
+				cost(COST_LRU_DEL_PAGE, 1);
+				page->on_lru = 0;
+				lruvec->nr_pages--;
 			}
-			cost(COST_LRU_DEL_PAGE, 1);
-			page->on_lru = 0;
-			lruvec->nr_pages--;
+			if (locked)
+				spin_unlock(&locked->lru_lock);
 		}
-		if (locked)
-			spin_unlock(&locked->lru_lock);
-		free_unref_folios(&pages[i], (unsigned int)n);
+		free_unref_folios(&pages[g], (unsigned int)(end - g));
 	}
 }

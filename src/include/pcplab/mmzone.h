@@ -312,6 +312,7 @@ struct kernel_gen {
 	unsigned long batch_cap_bytes; /* zone_batchsize cap */
 	int lru_batch; /* pagevec / folio_batch size */
 	int lru_release_batch; /* pages per lru_lock hold in release_pages */
+	int release_gather; /* pages freed at once after their LRU work */
 	enum relinquish relinquish; /* default policy */
 };
 
