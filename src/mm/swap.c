@@ -16,6 +16,23 @@ static struct lruvec *page_lruvec(struct page *page)
 	return &page_zone(page)->zone_pgdat->lruvec;
 }
 
+/*
+ * Hold @lruvec's lru_lock, first dropping @locked's if that is another
+ * (the kernel's folio_lruvec_relock_irq()); @caller is the spin_lock()
+ * site that lock statistics name. Returns the lruvec now locked.
+ */
+static struct lruvec *lruvec_relock(struct lruvec *lruvec,
+				    struct lruvec *locked,
+				    const struct lock_caller *caller)
+{
+	if (lruvec == locked)
+		return locked;
+	if (locked)
+		spin_unlock(&locked->lru_lock);
+	spin_lock_caller(&lruvec->lru_lock, caller);
+	return lruvec;
+}
+
 /* Move a batch of new pages onto their LRU under one lru_lock hold. */
 static void folio_batch_move_lru(struct folio_batch *fbatch)
 {
@@ -23,17 +40,12 @@ static void folio_batch_move_lru(struct folio_batch *fbatch)
 
 	for (unsigned int i = 0; i < fbatch->nr; i++) {
 		struct page *page = fbatch->pages[i];
-		struct lruvec *lruvec = page_lruvec(page);
 
-		if (lruvec != locked) {
-			if (locked)
-				spin_unlock(&locked->lru_lock);
-			spin_lock(&lruvec->lru_lock);
-			locked = lruvec;
-		}
+		locked =
+			lruvec_relock(page_lruvec(page), locked, LOCK_CALLER());
 		cost(COST_LRU_ADD_PAGE, 1);
 		page->on_lru = 1;
-		lruvec->nr_pages++;
+		locked->nr_pages++;
 	}
 	if (locked)
 		spin_unlock(&locked->lru_lock);
@@ -81,23 +93,17 @@ void release_pages(struct page **pages, unsigned long nr)
 
 			for (unsigned long j = i; j < stop; j++) {
 				struct page *page = pages[j];
-				struct lruvec *lruvec;
 
 				/* cold since they were faulted: misses in flight */
 				if (j + 32 < nr)
 					prefetchw(pages[j + 32]);
 				if (!page->on_lru)
 					continue;
-				lruvec = page_lruvec(page);
-				if (lruvec != locked) {
-					if (locked)
-						spin_unlock(&locked->lru_lock);
-					spin_lock(&lruvec->lru_lock);
-					locked = lruvec;
-				}
+				locked = lruvec_relock(page_lruvec(page),
+						       locked, LOCK_CALLER());
 				cost(COST_LRU_DEL_PAGE, 1);
 				page->on_lru = 0;
-				lruvec->nr_pages--;
+				locked->nr_pages--;
 			}
 			if (locked)
 				spin_unlock(&locked->lru_lock);
