@@ -755,8 +755,12 @@ void free_unref_folios(struct page **pages, unsigned int nr)
 		struct page *page = pages[i];
 		struct zone *zone = page_zone(page);
 
-		if (i + 4 < nr)
-			prefetchw(pages[i + 4]);
+		/*
+		 * A gather's struct pages went cold while its lru_lock holds
+		 * let the other CPUs run: keep many misses in flight.
+		 */
+		if (i + 16 < nr)
+			prefetchw(pages[i + 16]);
 		if (free_remote && free_remote(zone, page, 0))
 			continue;
 		int mt = pcp_free_migratetype(
