@@ -182,8 +182,8 @@ def main(argv: list[str]) -> int:
     names = argv or sorted(BENCHMARKS)
     unknown = [name for name in names if name not in BENCHMARKS]
     if unknown:  # before any runs, so that a typo overwrites no result
-        names = ", ".join(f"'{name}'" for name in unknown)
-        print(f"bench: unknown benchmark {names}; known: {', '.join(BENCHMARKS)}")
+        listed = ", ".join(f"'{name}'" for name in unknown)
+        print(f"bench: unknown benchmark {listed}; known: {', '.join(BENCHMARKS)}")
         return 2
     RESULTS.mkdir(exist_ok=True)
     for name in names:

@@ -68,46 +68,58 @@ void lru_add_drain(struct folio_batch *fbatch)
 }
 
 /*
- * Drop the last reference to @nr mapped pages, a gather at a time: the
- * gather's pages leave the LRU, a batch of lru_release_batch per lru_lock
- * hold, and then all of them go to the pageset. Up to v6.8 munmap's
- * mmu_gather handed release_pages() MAX_GATHER_BATCH (510) pages; it
- * relocked lru_lock every SWAP_CLUSTER_MAX (32) pages to bound the time
- * with IRQs off, put the pages on a local list and freed the list in one
- * free_unref_page_list() after the LRU work, so a CPU's drains under
- * zone->lock come in a run after its lru_lock holds. Since v6.9
- * (folios_put_refs()) a folio_batch of 31 does both in turn. The lock
- * sites stay in this function: perf lock names release_pages.
+ * One gather of an unmap: its pages leave the LRU, lru_release_batch pages
+ * per lru_lock hold, and then all of them go to the pageset. Up to v6.8
+ * release_pages() relocked every SWAP_CLUSTER_MAX (32) pages to bound the
+ * time with IRQs off, put the pages on a local list and freed the list in
+ * one free_unref_page_list() after the LRU work, so a CPU's drains under
+ * zone->lock come in a run after its lru_lock holds; since v6.9
+ * folios_put_refs() does both per folio_batch of 31. The kernel counts
+ * the 32 from each relock, the model from the gather's start: the same
+ * while a gather's pages share a node. @caller is release_pages()'s lock
+ * site, the name perf lock gives.
+ */
+static void release_one_gather(struct page **pages, unsigned long nr,
+			       const struct lock_caller *caller)
+{
+	unsigned long chunk = (unsigned long)pcp_policy.gen.lru_release_batch;
+	unsigned long drop_at = chunk;
+	struct lruvec *locked = NULL;
+
+	for (unsigned long i = 0; i < nr; i++) {
+		struct page *page = pages[i];
+
+		if (i == drop_at) {
+			drop_at += chunk;
+			if (locked)
+				spin_unlock(&locked->lru_lock);
+			locked = NULL;
+		}
+		/* cold since they were faulted: keep misses in flight */
+		if (i + 32 < nr)
+			prefetchw(pages[i + 32]);
+		if (!page->on_lru)
+			continue;
+		locked = lruvec_relock(page_lruvec(page), locked, caller);
+		cost(COST_LRU_DEL_PAGE, 1);
+		page->on_lru = 0;
+		locked->nr_pages--;
+	}
+	if (locked)
+		spin_unlock(&locked->lru_lock);
+	free_unref_folios(pages, (unsigned int)nr);
+}
+
+/*
+ * Drop the last reference to @nr mapped pages, a gather at a time: up to
+ * v6.8 munmap's mmu_gather handed release_pages() MAX_GATHER_BATCH (510)
+ * pages, since v6.9 a folio_batch (release_gather of the generation).
  */
 void release_pages(struct page **pages, unsigned long nr)
 {
 	unsigned long gather = (unsigned long)pcp_policy.gen.release_gather;
-	unsigned long chunk = (unsigned long)pcp_policy.gen.lru_release_batch;
 
-	for (unsigned long g = 0; g < nr; g += gather) {
-		unsigned long end = min(g + gather, nr);
-
-		for (unsigned long i = g; i < end; i += chunk) {
-			unsigned long stop = min(i + chunk, end);
-			struct lruvec *locked = NULL;
-
-			for (unsigned long j = i; j < stop; j++) {
-				struct page *page = pages[j];
-
-				/* cold since they were faulted: misses in flight */
-				if (j + 32 < nr)
-					prefetchw(pages[j + 32]);
-				if (!page->on_lru)
-					continue;
-				locked = lruvec_relock(page_lruvec(page),
-						       locked, LOCK_CALLER());
-				cost(COST_LRU_DEL_PAGE, 1);
-				page->on_lru = 0;
-				locked->nr_pages--;
-			}
-			if (locked)
-				spin_unlock(&locked->lru_lock);
-		}
-		free_unref_folios(&pages[g], (unsigned int)(end - g));
-	}
+	for (unsigned long g = 0; g < nr; g += gather)
+		release_one_gather(&pages[g], min(gather, nr - g),
+				   LOCK_CALLER());
 }
