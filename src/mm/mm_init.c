@@ -212,6 +212,12 @@ static void per_cpu_pages_init(struct per_cpu_pages *pcp, int cpu)
 	pcp->batch = 1;
 }
 
+/* Bytes of a zone's pageset rings (struct per_cpu_pages.recent). */
+static size_t pcp_recent_bytes(void)
+{
+	return sizeof(u32) * PCP_RECENT * (size_t)nr_cpu_ids;
+}
+
 static int zone_init(struct zone *zone, struct pglist_data *pgdat,
 		     const struct zone_desc *zd, unsigned long start_pfn)
 {
@@ -249,10 +255,15 @@ static int zone_init(struct zone *zone, struct pglist_data *pgdat,
 
 	zone->per_cpu_pageset =
 		memblock_alloc(sizeof(struct per_cpu_pages) * nr_cpu_ids);
-	if (!zone->per_cpu_pageset)
+	/* 4 KiB per CPU: the largest machines would fill the list region */
+	zone->pcp_recent = huge_zalloc(pcp_recent_bytes());
+	if (!zone->per_cpu_pageset || !zone->pcp_recent)
 		return -ENOMEM;
-	for (int cpu = 0; cpu < nr_cpu_ids; cpu++)
+	for (int cpu = 0; cpu < nr_cpu_ids; cpu++) {
 		per_cpu_pages_init(per_cpu_ptr(zone, cpu), cpu);
+		per_cpu_ptr(zone, cpu)->recent =
+			zone->pcp_recent + (size_t)cpu * PCP_RECENT;
+	}
 	return 0;
 }
 
@@ -368,6 +379,8 @@ void free_area_exit(void)
 		for (int z = 0; z < pgdat->nr_zones; z++) {
 			free(pgdat->node_zones[z].pageblock_flags);
 			free(pgdat->node_zones[z].pageblock_owner);
+			huge_free(pgdat->node_zones[z].pcp_recent,
+				  pcp_recent_bytes());
 		}
 		node_data[nid] = NULL;
 	}

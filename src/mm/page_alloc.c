@@ -365,24 +365,55 @@ struct page *alloc_pages(unsigned int order, int migratetype)
 }
 
 /*
- * The kernel's prefetch_buddy() fetches the order-0 buddy of the next page
- * to free, which shares a cache line with a 16-byte struct page. The
- * merges of pages that were mapped together climb several orders, and
- * each buddy is a dependent, usually cold load: fetch the next page and
- * the lines of its next few orders' buddies, so that their misses overlap
- * with this page's merge instead of following it.
+ * The kernel's prefetch_buddy() fetches the order-0 buddy of a page to
+ * free, which shares a cache line with a 16-byte struct page. The merges
+ * of pages that were mapped together climb several orders, and each buddy
+ * is a dependent, usually cold load: fetch the lines of the next few
+ * orders' buddies too.
  */
-static inline void prefetch_page_and_buddies(const struct list_head *lru,
-					     const struct list_head *head)
+static __always_inline void prefetch_buddies(unsigned long pfn)
 {
-	unsigned long pfn;
-
-	if (lru == head)
-		return;
-	pfn = page_to_pfn(list_entry(lru, struct page, lru));
-	prefetchw(lru);
 	for (unsigned int order = 2; order <= 5; order++)
 		prefetchw(pfn_to_page(pfn ^ (1UL << order)));
+}
+
+/* The page freed to @pcp @ahead frees after @page (a hint: may be stale). */
+static __always_inline struct page *
+pcp_recent_page(const struct per_cpu_pages *pcp, const struct page *page,
+		u32 ahead)
+{
+	return pfn_to_page(pcp->recent[(page->pcp_seq + ahead) % PCP_RECENT]);
+}
+
+/*
+ * A drain walks cold pages whose addresses the list gives one at a time:
+ * each is known only once the previous one's links have arrived. The
+ * pageset's ring of recent frees names them in advance, so a drain keeps
+ * DRAIN_AHEAD pages and the buddies of half as many in flight, and their
+ * misses overlap instead of following each other.
+ */
+#define DRAIN_AHEAD 8
+
+/* Start a drain at @tail: fetch it, the pages after it, and buddies. */
+static __always_inline void
+prefetch_drain_start(const struct per_cpu_pages *pcp, const struct page *tail)
+{
+	prefetchw(tail);
+	prefetch_buddies(page_to_pfn(tail));
+	for (u32 ahead = 1; ahead < DRAIN_AHEAD; ahead++)
+		prefetchw(pcp_recent_page(pcp, tail, ahead));
+	for (u32 ahead = 1; ahead < DRAIN_AHEAD / 2; ahead++)
+		prefetch_buddies(
+			page_to_pfn(pcp_recent_page(pcp, tail, ahead)));
+}
+
+/* One step of a drain at @page: the next page and buddies to fetch. */
+static __always_inline void prefetch_drain_step(const struct per_cpu_pages *pcp,
+						const struct page *page)
+{
+	prefetchw(pcp_recent_page(pcp, page, DRAIN_AHEAD));
+	prefetch_buddies(
+		page_to_pfn(pcp_recent_page(pcp, page, DRAIN_AHEAD / 2)));
 }
 
 /* One hold of zone->lock by free_pcppages_bulk, for its histogram. */
@@ -426,15 +457,14 @@ void free_pcppages_bulk(struct zone *zone, int count, struct per_cpu_pages *pcp,
 		order = pindex_to_order((unsigned int)pindex);
 		nr_pages = 1 << order;
 		free_cost = buddy_free_cost(order);
-		prefetch_page_and_buddies(list_at(list->prev), list);
+		prefetch_drain_start(pcp,
+				     list_last_entry(list, struct page, lru));
 
 		do {
 			struct page *page =
 				list_last_entry(list, struct page, lru);
 
-			/* the next page's line and its buddies' (no load) */
-			prefetch_page_and_buddies(list_at(page->lru.prev),
-						  list);
+			prefetch_drain_step(pcp, page);
 			list_del(&page->lru);
 			count -= nr_pages;
 			pcp->count -= nr_pages;
@@ -654,6 +684,9 @@ free_frozen_page_commit(struct zone *zone, struct per_cpu_pages *pcp,
 	WRITE_ONCE(page->order, (u8)order);
 	list_add(&page->lru, &pcp->lists[pindex]);
 	pcp->count += 1 << order;
+	/* for the drain's prefetches (model only, see per_cpu_pages) */
+	page->pcp_seq = pcp->recent_seq;
+	pcp->recent[pcp->recent_seq++ % PCP_RECENT] = (u32)page_to_pfn(page);
 
 	free_high = pcp_free_high(pcp, order, batch);
 	if (pcp_policy.gen.high_autotune &&

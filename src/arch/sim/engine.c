@@ -153,7 +153,8 @@ unsigned long engine_memory_bytes(const struct spec *spec)
 	       (unsigned long)spec->tasks * (32 << 10) +
 	       (unsigned long)sim_machine.nr_cpus *
 		       (sizeof(struct cpu_stats) +
-			MAX_NR_ZONES * sizeof(struct per_cpu_pages)) +
+			MAX_NR_ZONES * (sizeof(struct per_cpu_pages) +
+					PCP_RECENT * sizeof(u32))) +
 	       (64UL << 20);
 }
 

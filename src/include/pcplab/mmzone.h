@@ -35,6 +35,7 @@ enum migratetype {
 #define NR_LOWORDER_PCP_LISTS (MIGRATE_PCPTYPES * (PAGE_ALLOC_COSTLY_ORDER + 1))
 #define NR_PCP_THP 2
 #define NR_PCP_LISTS (NR_LOWORDER_PCP_LISTS + NR_PCP_THP)
+#define PCP_RECENT 1024 /* slots of per_cpu_pages.recent, a power of two */
 
 /*
  * Where a page is. The kernel keeps only PageBuddy; the model also marks
@@ -60,7 +61,7 @@ struct page {
 	u8 order; /* buddy order (PAGE_BUDDY) or block order */
 	u8 alloc_mt; /* migratetype it was allocated as */
 	u8 on_lru; /* PG_lru */
-	u32 __pad; /* to 16 bytes, so that page_to_pfn() is a shift */
+	u32 pcp_seq; /* model only: its slot in its pageset's recent[] ring */
 };
 
 struct free_area {
@@ -99,6 +100,16 @@ struct per_cpu_pages {
 	spinlock_t remote_lock;
 	struct list_head remote;
 	int nr_remote;
+	/*
+	 * Model only, for the simulator's speed: the pfns of the pages freed
+	 * to the lists, in the order they were freed (a ring of PCP_RECENT
+	 * slots, recent_seq the next; each page keeps its slot in pcp_seq).
+	 * A drain takes pages from the tail, in that order, so the ring names
+	 * the pages it will reach before their list links can. A stale slot
+	 * only wastes a prefetch.
+	 */
+	u32 *recent;
+	u32 recent_seq;
 } ____cacheline_aligned;
 
 enum zone_watermarks { WMARK_MIN, WMARK_LOW, WMARK_HIGH, NR_WMARK };
@@ -135,6 +146,7 @@ struct zone {
 	int pageset_high_max;
 	int pageset_batch;
 	struct per_cpu_pages *per_cpu_pageset; /* [nr_cpu_ids] */
+	u32 *pcp_recent; /* model only: their recent[] rings, one allocation */
 	u8 *pageblock_flags; /* migratetype per pageblock */
 	s16 *pageblock_owner; /* pcp-buddy: the owning CPU per pageblock, -1 */
 	struct pglist_data *zone_pgdat;
