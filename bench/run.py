@@ -15,6 +15,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -62,21 +63,29 @@ def fastpath() -> dict:
     return result
 
 
-def _timed_sim(machine: str, **spec: object) -> dict:
-    """Run pcplab-sim once; return its result with host CPU time and peak RSS."""
-    request = {"engine": "sim", "machine": machines.load_profile(machine), **spec}
-    proc = subprocess.Popen(
-        [engine.bin_dir() / "pcplab-sim", "run"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-    )
+def _sim_request(machine: str, **spec: object) -> dict:
+    """Build the JSON request of a sim run of MACHINE's profile."""
+    return {"engine": "sim", "machine": machines.load_profile(machine), **spec}
+
+
+def _start_sim(binary: Path, request: dict) -> subprocess.Popen:
+    """Start `BINARY run` on REQUEST, its output to a temporary file."""
+    out = tempfile.TemporaryFile()
+    proc = subprocess.Popen([binary, "run"], stdin=subprocess.PIPE, stdout=out)
     proc.stdin.write(json.dumps(request).encode())
     proc.stdin.close()
-    out = proc.stdout.read()
-    _, status, usage = os.wait4(proc.pid, 0)
+    proc.out = out
+    return proc
+
+
+def _finish_sim(proc: subprocess.Popen, usage: os.struct_rusage, status: int) -> dict:
+    """Collect a reaped run's result, host CPU time and peak RSS."""
     proc.returncode = os.waitstatus_to_exitcode(status)
+    with proc.out:
+        proc.out.seek(0)
+        out = proc.out.read()
     if proc.returncode:
-        raise RuntimeError(f"pcplab-sim failed with status {proc.returncode}")
+        raise RuntimeError(f"{proc.args[0]} failed with status {proc.returncode}")
     return {
         "result": json.loads(out),
         "cpu_s": usage.ru_utime + usage.ru_stime,
@@ -84,31 +93,37 @@ def _timed_sim(machine: str, **spec: object) -> dict:
     }
 
 
+def _timed_sim(machine: str, **spec: object) -> dict:
+    """Run pcplab-sim once; return its result with host CPU time and peak RSS."""
+    proc = _start_sim(engine.bin_dir() / "pcplab-sim", _sim_request(machine, **spec))
+    _, status, usage = os.wait4(proc.pid, 0)
+    return _finish_sim(proc, usage, status)
+
+
+# The benchmarked run: will-it-scale page_fault1 on all 192 CPUs of the
+# 2018 thread's Skylake-EX, 2.5 virtual seconds.
+SIM_RUN = {
+    "workload": "page_fault1",
+    "kernel": "4.18",
+    "duration_s": 2.0,
+    "warmup_s": 0.5,
+}
+
+
 def sim() -> dict:
     """Measure the simulator: real-time factor, page ops per host s, peak RSS."""
-    virtual = 2.0
-    sky = [
-        _timed_sim(
-            "skylake-ex",
-            workload="page_fault1",
-            kernel="4.18",
-            duration_s=virtual,
-            warmup_s=0.5,
-        )
-        for _ in range(RUNS)
-    ]
+    virtual = SIM_RUN["duration_s"] + SIM_RUN["warmup_s"]
+    sky = [_timed_sim("skylake-ex", **SIM_RUN) for _ in range(RUNS)]
     cpu = sorted(run["cpu_s"] for run in sky)
-    pages = sky[0]["result"]["throughput"]["pages_per_s"] * (virtual + 0.5)
+    pages = sky[0]["result"]["throughput"]["pages_per_s"] * virtual
     meta = _timed_sim("meta-316cpu", workload="page_fault1", duration_s=0.5)
     return {
         "skylake_ex_page_fault1_192_tasks": {
-            "virtual_s": virtual + 0.5,
+            "virtual_s": virtual,
             "runs": RUNS,
             "host_cpu_s_each_run": [round(c, 2) for c in cpu],
-            "real_time_factor_best": round((virtual + 0.5) / cpu[0], 3),
-            "real_time_factor_median": round(
-                (virtual + 0.5) / statistics.median(cpu), 3
-            ),
+            "real_time_factor_best": round(virtual / cpu[0], 3),
+            "real_time_factor_median": round(virtual / statistics.median(cpu), 3),
             "sim_page_ops_per_host_s_best": round(pages / cpu[0]),
             "max_rss_mib": round(max(run["max_rss_mib"] for run in sky), 1),
         },
@@ -118,6 +133,68 @@ def sim() -> dict:
         },
         "target_real_time_factor": 0.5,
         "target_max_rss_mib": 3072,
+    }
+
+
+# The simulator against an older build of it, each on its own spec: pairs
+# run at the same time on two cores, so that both share the host's hour
+# (this VM's speed swings by up to 1.8x within minutes), the first to start
+# alternating. $PCPLAB_BASE_SIM names the older pcplab-sim; $PCPLAB_BASE_SPEC
+# the benchmarked request as that commit's profiles write it
+# (docs/architecture.md, "Keeping the simulator fast").
+PAIRS = 10
+
+
+def _run_pair(runs: list[tuple[str, Path, dict]]) -> dict[str, dict]:
+    """Start every run at once, in the given order; return results by name."""
+    procs = {}
+    for name, binary, request in runs:
+        proc = _start_sim(binary, request)
+        procs[proc.pid] = (name, proc)
+    done = {}
+    while len(done) < len(procs):
+        pid, status, usage = os.wait4(-1, 0)
+        name, proc = procs[pid]
+        done[name] = _finish_sim(proc, usage, status)
+    return done
+
+
+def sim_against() -> dict:
+    """CPU time of the benchmarked sim run against an older build's, in pairs."""
+    base = Path(os.environ.get("PCPLAB_BASE_SIM", ""))
+    base_spec = Path(os.environ.get("PCPLAB_BASE_SPEC", ""))
+    if not base.is_file() or not base_spec.is_file():
+        raise SystemExit(
+            "bench: sim_against needs $PCPLAB_BASE_SIM (an older pcplab-sim) "
+            "and $PCPLAB_BASE_SPEC (its request JSON)"
+        )
+    runs = [
+        (
+            "this",
+            engine.bin_dir() / "pcplab-sim",
+            _sim_request("skylake-ex", **SIM_RUN),
+        ),
+        ("base", base, json.loads(base_spec.read_text())),
+    ]
+    pairs = [_run_pair(runs if i % 2 == 0 else runs[::-1]) for i in range(PAIRS)]
+    ratios = sorted(pair["this"]["cpu_s"] / pair["base"]["cpu_s"] for pair in pairs)
+    pages = {
+        name: pairs[0][name]["result"]["throughput"]["pages_per_s"]
+        for name in ("this", "base")
+    }
+    median = statistics.median(ratios)
+    return {
+        "base": str(base),
+        "pairs": PAIRS,
+        "cpu_s_each_pair_this_base": [
+            [round(pair["this"]["cpu_s"], 2), round(pair["base"]["cpu_s"], 2)]
+            for pair in pairs
+        ],
+        "cpu_ratio_median": round(median, 3),
+        "cpu_ratio_range": [round(ratios[0], 3), round(ratios[-1], 3)],
+        "pages_per_virtual_s": pages,
+        "cpu_per_page_ratio_median": round(median * pages["base"] / pages["this"], 3),
+        "target_cpu_ratio_max": 1.1,
     }
 
 
@@ -174,7 +251,12 @@ def perf_overhead() -> dict:
     }
 
 
-BENCHMARKS = {"fastpath": fastpath, "sim": sim, "perf_overhead": perf_overhead}
+BENCHMARKS = {
+    "fastpath": fastpath,
+    "sim": sim,
+    "sim_against": sim_against,
+    "perf_overhead": perf_overhead,
+}
 
 
 def main(argv: list[str]) -> int:

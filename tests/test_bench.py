@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
+
+import pytest
+
+from pcplab import engine
 
 BENCH = Path(__file__).resolve().parent.parent / "bench" / "run.py"
 
@@ -27,3 +32,24 @@ def test_an_unknown_benchmark_runs_and_writes_nothing(tmp_path, monkeypatch, cap
     assert "unknown benchmark '--help'" in capsys.readouterr().out
     assert bench.main(["sim"]) == 0 and ran == ["sim"]
     assert (tmp_path / "results" / "sim.json").is_file()
+
+
+def test_sim_against_needs_a_base_and_runs_pairs(tmp_path, monkeypatch):
+    """Without a base build it refuses; with one it times both in pairs."""
+    bench = _bench_module()
+    monkeypatch.delenv("PCPLAB_BASE_SIM", raising=False)
+    with pytest.raises(SystemExit, match="PCPLAB_BASE_SIM"):
+        bench.sim_against()
+    short = {**bench.SIM_RUN, "duration_s": 0.05, "warmup_s": 0.01}
+    monkeypatch.setattr(bench, "SIM_RUN", short)
+    monkeypatch.setattr(bench, "PAIRS", 2)
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps(bench._sim_request("skylake-ex", **short)))
+    monkeypatch.setenv("PCPLAB_BASE_SIM", str(engine.bin_dir() / "pcplab-sim"))
+    monkeypatch.setenv("PCPLAB_BASE_SPEC", str(spec))
+    result = bench.sim_against()
+    assert len(result["cpu_s_each_pair_this_base"]) == 2
+    pages = result["pages_per_virtual_s"]
+    assert pages["this"] == pages["base"] > 0  # the same build on the same spec
+    low, high = result["cpu_ratio_range"]
+    assert 0 < low <= result["cpu_ratio_median"] <= high
