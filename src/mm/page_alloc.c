@@ -407,13 +407,31 @@ prefetch_drain_start(const struct per_cpu_pages *pcp, const struct page *tail)
 			page_to_pfn(pcp_recent_page(pcp, tail, ahead)));
 }
 
-/* One step of a drain at @page: the next page and buddies to fetch. */
+/*
+ * One step of a drain at @page of @list: fetch the page DRAIN_AHEAD on and
+ * the buddies of the page half as far, while the ring agrees with the list
+ * about the next page. Where it does not (pages a refill appended to the
+ * tail, or more frees since @page than the ring holds: the large pcp->high
+ * of v6.7+ auto-tuning), fetch the next page and its buddies from the list.
+ */
 static __always_inline void prefetch_drain_step(const struct per_cpu_pages *pcp,
-						const struct page *page)
+						const struct page *page,
+						const struct list_head *list)
 {
-	prefetchw(pcp_recent_page(pcp, page, DRAIN_AHEAD));
-	prefetch_buddies(
-		page_to_pfn(pcp_recent_page(pcp, page, DRAIN_AHEAD / 2)));
+	const struct list_head *next = list_at(page->lru.prev);
+
+	if (next == list)
+		return;
+	if (pcp_recent_page(pcp, page, 1) ==
+	    list_entry(next, struct page, lru)) {
+		prefetchw(pcp_recent_page(pcp, page, DRAIN_AHEAD));
+		prefetch_buddies(page_to_pfn(
+			pcp_recent_page(pcp, page, DRAIN_AHEAD / 2)));
+	} else {
+		prefetchw(next);
+		prefetch_buddies(
+			page_to_pfn(list_entry(next, struct page, lru)));
+	}
 }
 
 /* One hold of zone->lock by free_pcppages_bulk, for its histogram. */
@@ -464,7 +482,7 @@ void free_pcppages_bulk(struct zone *zone, int count, struct per_cpu_pages *pcp,
 			struct page *page =
 				list_last_entry(list, struct page, lru);
 
-			prefetch_drain_step(pcp, page);
+			prefetch_drain_step(pcp, page, list);
 			list_del(&page->lru);
 			count -= nr_pages;
 			pcp->count -= nr_pages;
