@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import IO
 
 from pcplab import engine, machines
 
@@ -68,22 +69,23 @@ def _sim_request(machine: str, **spec: object) -> dict:
     return {"engine": "sim", "machine": machines.load_profile(machine), **spec}
 
 
-def _start_sim(binary: Path, request: dict) -> subprocess.Popen:
-    """Start `BINARY run` on REQUEST, its output to a temporary file."""
+def _start_sim(binary: Path, request: dict) -> tuple[subprocess.Popen, IO[bytes]]:
+    """Start `BINARY run` on REQUEST; return it and the file of its output."""
     out = tempfile.TemporaryFile()
     proc = subprocess.Popen([binary, "run"], stdin=subprocess.PIPE, stdout=out)
     proc.stdin.write(json.dumps(request).encode())
     proc.stdin.close()
-    proc.out = out
-    return proc
+    return proc, out
 
 
-def _finish_sim(proc: subprocess.Popen, usage: os.struct_rusage, status: int) -> dict:
+def _finish_sim(
+    proc: subprocess.Popen, out_file: IO[bytes], usage: os.struct_rusage, status: int
+) -> dict:
     """Collect a reaped run's result, host CPU time and peak RSS."""
     proc.returncode = os.waitstatus_to_exitcode(status)
-    with proc.out:
-        proc.out.seek(0)
-        out = proc.out.read()
+    with out_file:
+        out_file.seek(0)
+        out = out_file.read()
     if proc.returncode:
         raise RuntimeError(f"{proc.args[0]} failed with status {proc.returncode}")
     return {
@@ -95,9 +97,11 @@ def _finish_sim(proc: subprocess.Popen, usage: os.struct_rusage, status: int) ->
 
 def _timed_sim(machine: str, **spec: object) -> dict:
     """Run pcplab-sim once; return its result with host CPU time and peak RSS."""
-    proc = _start_sim(engine.bin_dir() / "pcplab-sim", _sim_request(machine, **spec))
+    proc, out = _start_sim(
+        engine.bin_dir() / "pcplab-sim", _sim_request(machine, **spec)
+    )
     _, status, usage = os.wait4(proc.pid, 0)
-    return _finish_sim(proc, usage, status)
+    return _finish_sim(proc, out, usage, status)
 
 
 # The benchmarked run: will-it-scale page_fault1 on all 192 CPUs of the
@@ -149,13 +153,13 @@ def _run_pair(runs: list[tuple[str, Path, dict]]) -> dict[str, dict]:
     """Start every run at once, in the given order; return results by name."""
     procs = {}
     for name, binary, request in runs:
-        proc = _start_sim(binary, request)
-        procs[proc.pid] = (name, proc)
+        proc, out = _start_sim(binary, request)
+        procs[proc.pid] = (name, proc, out)
     done = {}
     while len(done) < len(procs):
         pid, status, usage = os.wait4(-1, 0)
-        name, proc = procs[pid]
-        done[name] = _finish_sim(proc, usage, status)
+        name, proc, out = procs[pid]
+        done[name] = _finish_sim(proc, out, usage, status)
     return done
 
 
