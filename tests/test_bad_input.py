@@ -118,6 +118,7 @@ CASES: list[tuple[str, str, tuple[str, ...], str]] = [
     ("fidelity", "--out", ("fidelity", "--out", "/dev/full"), "--out /dev/full"),
     ("fidelity", "--output", ("fidelity", "--output", "{tmp}/no/f.json"), "--output"),
     ("fidelity", "--json", ("fidelity", "--json=1"), "--json"),
+    ("fidelity", "--seeds", ("fidelity", "--seeds", "101"), "--seeds"),
     ("fidelity", "--folds", ("fidelity", "--folds", "{tmp}"), "--folds .*directory"),
     (
         "fidelity",

@@ -166,6 +166,35 @@ def test_a_new_module_and_toml_make_an_experiment(tiny: Path, capsys) -> None:
     assert "- Tiny Box" in doc
 
 
+def test_fidelity_over_seeds_gives_means_and_each_worst_rows_range(
+    tiny: Path, capsys
+) -> None:
+    """`pcplab fidelity --seeds N`: the mean of N seeds, and the error's range."""
+    one = [fidelity.run_machines(["Tiny Box"], 1, quick=True)]
+    runs = {
+        seed: fidelity.over_seeds(
+            lambda: fidelity.run_machines(["Tiny Box"], 1, quick=True), seed
+        )
+        for seed in (1, 3)
+    }
+    (row1,), spread1 = runs[1][0]["tiny"], runs[1][1]
+    assert spread1 == {} and "seeds" not in row1
+    assert row1["score"] == one[0]["tiny"][0]["score"]  # seed 1 is the default
+    (row3,), spread3 = runs[3][0]["tiny"], runs[3][1]
+    assert row3["seeds"] == 3 and row3["score_std"] > 0
+    lo, hi = spread3[("Tiny Box", "tiny_score@1")]
+    ((_, _, mean),) = experiments.residuals(runs[3][0])
+    assert lo < hi and lo <= mean <= hi
+    # the summary gives the worst row's range; the head says what was run
+    assert main(["fidelity", "tiny", "--quick", "--seeds", "3", "--jobs", "1"]) == 0
+    printed = capsys.readouterr().out
+    assert "the mean of seeds 1..3 of the sim" in printed
+    kind = experiments.kinds()["tiny_score"]
+    assert f"(seeds {kind.error(lo)} to {kind.error(hi)})" in printed
+    assert main(["fidelity", "tiny", "--quick", "--seeds", "0"]) == 2
+    assert "--seeds" in capsys.readouterr().err
+
+
 def test_a_module_without_the_contract_is_named(tmp_path, monkeypatch) -> None:
     """A module lacking a required name fails the registry, saying which."""
     (tmp_path / "broken.py").write_text('"""No ORDER, no run, no text."""\n')

@@ -37,6 +37,7 @@ EXAMPLES = {
         "pcplab fidelity --quick --no-left-out  # in-sample only, fast",
         "pcplab fidelity --out docs/fidelity.md # its tables, below its prose",
         "pcplab fidelity aaron2018 --folds fit/crossval.toml  # a new fit's folds",
+        "pcplab fidelity aaron2018 --seeds 5    # means of 5 seeds, and their range",
     ),
     "fit": _epilog(
         "pcplab fit --max-nfev 14               # refit constants.toml",

@@ -10,6 +10,7 @@ import click
 
 from pcplab import engine
 from pcplab.inputs import AsciiIntRange
+from pcplab.repeats import MAX_RUNS
 from pcplab.spec_keys import option, schedule_help
 from pcplab.workloads import WorkloadOption
 
@@ -53,6 +54,17 @@ def schedule_option(more_help: str = "") -> Decorator:
         "--scale-max-schedule",
         metavar="T:V[,T:V...]",
         help=schedule_help() + more_help,
+    )
+
+
+def seeds_option(default: int, help_text: str) -> Decorator:
+    """Return --seeds N: sim runs with seeds 1..N (at most MAX_RUNS)."""
+    return click.option(
+        "--seeds",
+        type=AsciiIntRange(1, MAX_RUNS),
+        default=default,
+        show_default=True,
+        help=help_text,
     )
 
 

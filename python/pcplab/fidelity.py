@@ -16,8 +16,13 @@ from typing import Any
 from pcplab import experiments
 from pcplab.errors import BadInput
 from pcplab.experiments import load_experiment, reference_rows
+from pcplab.experiments._common import run_seeds
+from pcplab.repeats import combine_rows
 
 Rows = list[dict[str, Any]]
+# The lowest and highest residual of a scored figure over the seeds, by
+# (reference machine, "kind@row"), as pcplab.tolerance names a residual.
+Spread = dict[tuple[str, str], tuple[float, float]]
 
 
 def runners() -> dict[str, Callable[..., Rows]]:
@@ -78,3 +83,23 @@ def left_out(
         ).items():
             out.setdefault(name, []).extend(rows)
     return out
+
+
+def over_seeds(
+    run: Callable[[], dict[str, Rows]], seeds: int
+) -> tuple[dict[str, Rows], Spread]:
+    """Run RUN once per seed 1..SEEDS; return its rows merged and each figure's range.
+
+    Merged rows hold each figure's mean over the seeds and its standard
+    deviation as `<field>_std` (pcplab.repeats.combine_rows).
+    """
+    runs = run_seeds(run, seeds)
+    if len(runs) == 1:
+        return runs[0], {}
+    merged = {name: combine_rows([r[name] for r in runs]) for name in runs[0]}
+    values: dict[tuple[str, str], list[float]] = {}
+    for results in runs:
+        for machine, what, r in experiments.residuals(results):
+            values.setdefault((machine, what), []).append(r)
+    spread = {k: (min(v), max(v)) for k, v in values.items() if len(v) == len(runs)}
+    return merged, spread

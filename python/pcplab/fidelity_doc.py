@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from pcplab import experiments
-from pcplab.fidelity import reference_machines
+from pcplab.fidelity import Spread, reference_machines
 from pcplab.render import md_table
 from pcplab.tolerance import Kind, worst_by_machine
 
@@ -32,10 +32,19 @@ def render_markdown(results: Rows, cv: Rows | None = None) -> str:
     return "\n".join(lines)
 
 
-def _at(kind: Kind, worst: tuple[str, float]) -> str:
-    """Format a worst row as its error and where it is ("+8.7% at 31")."""
+def _at(
+    kind: Kind, worst: tuple[str, float], seeds: tuple[float, float] | None = None
+) -> str:
+    """Format a worst row as its error and where it is ("+8.7% at 31").
+
+    With the range of that row's error over the seeds, if it ran several
+    ("+8.7% at 31 (seeds +7.9% to +9.4%)").
+    """
     what, r = worst
-    return f"{kind.error(r)} at {what.split('@')[1]}"
+    text = f"{kind.error(r)} at {what.split('@')[1]}"
+    if seeds:
+        text += f" (seeds {kind.error(seeds[0])} to {kind.error(seeds[1])})"
+    return text
 
 
 def _within(kind: Kind, r: float) -> str:
@@ -43,9 +52,18 @@ def _within(kind: Kind, r: float) -> str:
     return "yes" if kind.within(r) else "**no**"
 
 
-def render_summary(results: Rows, cv: Rows | None) -> str:
-    """Return each machine's worst row per figure, in-sample and left out."""
+def render_summary(
+    results: Rows,
+    cv: Rows | None,
+    spread: tuple[Spread, Spread] = ({}, {}),
+) -> str:
+    """Return each machine's worst row per figure, in-sample and left out.
+
+    SPREAD: the range of every figure's error over the seeds, in-sample and
+    left out, where the rows are means over several (pcplab.fidelity).
+    """
     kinds = experiments.kinds()
+    seeds_in, seeds_out = spread
     inside = worst_by_machine(experiments.residuals(results), kinds)
     outside = worst_by_machine(experiments.residuals(cv or {}), kinds)
     fitted = reference_machines()
@@ -62,8 +80,8 @@ def render_summary(results: Rows, cv: Rows | None) -> str:
                 [
                     machine,
                     f"{k.label} ({k.bound()})",
-                    _at(k, worst),
-                    "-" if o is None else _at(k, o),
+                    _at(k, worst, seeds_in.get((machine, worst[0]))),
+                    "-" if o is None else _at(k, o, seeds_out.get((machine, o[0]))),
                     "-" if o is None else _within(k, o[1]),
                 ]
             )
@@ -78,7 +96,13 @@ def render_summary(results: Rows, cv: Rows | None) -> str:
             hits["held out"] += k.within(worst[1])
             held += 1
             rows.append(
-                [machine, label, "not fitted", _at(k, worst), _within(k, worst[1])]
+                [
+                    machine,
+                    label,
+                    "not fitted",
+                    _at(k, worst, seeds_in.get((machine, worst[0]))),
+                    _within(k, worst[1]),
+                ]
             )
     header = ["machine", "figure (tolerance)", "in-sample worst", "left out worst"]
     tally = (
@@ -132,8 +156,26 @@ def render_verdict(results: Rows) -> list[str]:
 SUMMARY_HEADING = "## Summary: each machine's worst row, in-sample and left out"
 
 
-def render_document(results: Rows, cv: Rows | None) -> str:
-    """Return the summary, then every table (what `pcplab fidelity` prints)."""
+def render_document(
+    results: Rows,
+    cv: Rows | None,
+    spread: tuple[Spread, Spread] = ({}, {}),
+    seeds: int = 1,
+) -> str:
+    """Return the summary, then every table (what `pcplab fidelity` prints).
+
+    SEEDS: how many seeds of the sim each figure is the mean of; SPREAD the
+    range of each figure's error over them (pcplab.fidelity.over_seeds).
+    """
+    over = (
+        f" Every modelled figure is the mean of seeds 1..{seeds} of the sim "
+        f"(`pcplab fidelity --seeds {seeds}`), and each worst row gives the "
+        "range of its error over those seeds."
+        if seeds > 1
+        else " Every modelled figure is the sim's run with seed 1, the one the "
+        "fit reads; `pcplab fidelity --seeds N` gives means over N seeds and "
+        "each worst row's range over them."
+    )
     head = [
         SUMMARY_HEADING,
         "",
@@ -143,11 +185,11 @@ def render_document(results: Rows, cv: Rows | None) -> str:
         "it has not seen. `within`: the left-out worst row is inside the "
         "tolerance. Below the reference machines, the held-out figures "
         "(pcplab/heldout/, under their threads' machine names), which no fit "
-        "reads: their figure from constants.toml is already a prediction.",
+        "reads: their figure from constants.toml is already a prediction." + over,
         "",
     ]
     if results.keys() & set(experiments.fitted()):
-        head += [render_summary(results, cv), ""]
+        head += [render_summary(results, cv, spread), ""]
     return "\n".join(head) + "\n" + render_markdown(results, cv)
 
 

@@ -13,6 +13,7 @@ import click
 
 from pcplab import data, machines
 from pcplab.cli_examples import EXAMPLES
+from pcplab.cli_options import seeds_option
 from pcplab.errors import BadInput
 from pcplab.inputs import AsciiIntRange, check_output_dir, check_output_file
 from pcplab.reproduce import reference_option
@@ -46,6 +47,7 @@ from pcplab.reproduce import reference_option
     help="The left-out constants of FILE, a crossval.toml `pcplab fit` wrote "
     "(default: the package's); machines without a fold there are not left out.",
 )
+@seeds_option(1, "Run every figure with seeds 1..N: means, and each worst row's range.")
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
 @click.option(
     "--output", "json_out", metavar="FILE", help="Also write the rows as JSON."
@@ -58,6 +60,7 @@ def fidelity_command(
     left_out: bool,
     folds_file: str | None,
     out: str | None,
+    seeds: int,
     as_json: bool,
     json_out: str | None,
 ) -> None:
@@ -77,17 +80,19 @@ def fidelity_command(
     if folds_file and not left_out:
         raise BadInput("--folds gives left-out constants; drop --no-left-out")
     fold_constants = fit.crossval_constants(Path(folds_file) if folds_file else None)
-    results = {
-        name: run_one(quick, jobs)
-        for name, run_one in runners.items()
-        if not names or name in names
-    }
+    chosen = {n: r for n, r in runners.items() if not names or n in names}
+    results, seeds_in = fidelity.over_seeds(
+        lambda: {name: run_one(quick, jobs) for name, run_one in chosen.items()},
+        seeds,
+    )
     owner = fidelity.reference_machines()
     folds = {
         m: c for m, c in fold_constants.items() if left_out and owner.get(m) in results
     }
-    cv = fidelity.left_out(folds, quick, jobs)
-    text = fidelity_doc.render_document(results, cv)
+    cv, seeds_out = fidelity.over_seeds(
+        lambda: fidelity.left_out(folds, quick, jobs), seeds
+    )
+    text = fidelity_doc.render_document(results, cv, (seeds_in, seeds_out), seeds)
     doc = {"in_sample": results, "left_out": cv}
     click.echo(json.dumps(doc, indent=1) if as_json else text)
     if out:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +19,11 @@ import click
 
 from pcplab import data, experiments, report, runs
 from pcplab.cli_examples import EXAMPLES
-from pcplab.cli_options import jobs_option
+from pcplab.cli_options import jobs_option, seeds_option
 from pcplab.errors import BadInput
-from pcplab.experiments._common import seeded
-from pcplab.inputs import AsciiIntRange, check_output_dir
-from pcplab.repeats import MAX_RUNS, combine_rows
+from pcplab.experiments._common import run_seeds
+from pcplab.inputs import check_output_dir
+from pcplab.repeats import combine_rows
 
 
 def _use_reference(ctx: click.Context, _param: click.Parameter, value: Any) -> None:
@@ -97,12 +98,9 @@ def run_experiments(
             notes[name] = skip
             continue
         mine = {k: v for k, v in options.items() if v and k in experiment.options}
-        runs = []
-        for seed in range(1, seeds + 1):
-            with seeded(seed) as used:
-                runs.append(experiment.run(quick, jobs, scheduler=scheduler, **mine))
-            if not used:  # no sim run (this kernel): a seed changes nothing
-                break
+        runs = run_seeds(
+            partial(experiment.run, quick, jobs, scheduler=scheduler, **mine), seeds
+        )
         results[name] = runs[0] if len(runs) == 1 else combine_rows(runs)
     return results, notes
 
@@ -153,13 +151,7 @@ def experiment_options(command: Callable[..., Any]) -> Callable[..., Any]:
 @click.option(
     "--scheduler", metavar="ADDRESS", help="Run on the Dask cluster at ADDRESS."
 )
-@click.option(
-    "--seeds",
-    type=AsciiIntRange(1, MAX_RUNS),
-    default=3,
-    show_default=True,
-    help="Run each sim experiment with seeds 1..N: mean figures, stddev bars.",
-)
+@seeds_option(3, "Run each sim experiment with seeds 1..N: mean figures, stddev bars.")
 @experiment_options
 @reference_option
 def reproduce_command(

@@ -11,11 +11,10 @@ import click
 
 from pcplab import engine, machines
 from pcplab.budgets import format_ns, metric_path, parse_budget
-from pcplab.cli_options import engine_option, jobs_option
+from pcplab.cli_options import engine_option, jobs_option, seeds_option
 from pcplab.errors import BadInput
 from pcplab.inputs import AsciiIntRange, check_output_file
 from pcplab.policies import PolicyOption
-from pcplab.repeats import MAX_RUNS
 from pcplab.runs import materialize
 from pcplab.spec_keys import option
 from pcplab.tune import KNOBS, Point, Tuning, how_to_apply, knobs_for, patches, tune
@@ -267,13 +266,7 @@ def _base_spec(
     help="Measured seconds per run, as in pcplab run (a shorter run may end "
     "before a loop of the workload does, and miss its frees).",
 )
-@click.option(
-    "--seeds",
-    type=AsciiIntRange(1, MAX_RUNS),
-    default=3,
-    show_default=True,
-    help="Seeds per setting; a budget must hold in every one.",
-)
+@seeds_option(3, "Seeds per setting; a budget must hold in every one.")
 @click.option(
     "--trials",
     type=AsciiIntRange(1, 10000),

@@ -150,6 +150,21 @@ def seeded(seed: int) -> Iterator[list[bool]]:
         _SEEDED.reset(tokens[1])
 
 
+def run_seeds(run: Callable[[], Any], seeds: int) -> list[Any]:
+    """Call RUN once per seed 1..SEEDS; return each call's result.
+
+    Stops after the first call if it ran no sim spec: a seed changes
+    nothing the host or the native engine measures.
+    """
+    out = []
+    for seed in range(1, seeds + 1):
+        with seeded(seed) as used:
+            out.append(run())
+        if not used:
+            break
+    return out
+
+
 def run_specs(
     name: str, specs: list[dict[str, Any]], workers: int, scheduler: Any
 ) -> list[dict[str, Any]]:

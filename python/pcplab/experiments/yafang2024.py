@@ -330,7 +330,7 @@ def section(rows: list[dict[str, Any]], cv: list[dict[str, Any]]) -> list[str]:
                 r["scale_max"],
                 three(r["avg_ns"], o, "avg_ns", r["avg_published"], ".0f"),
                 errors(r["avg_ns"], o, "avg_ns", r["avg_published"]),
-                r["count"],
+                f"{r['count']:.0f}",  # a mean over seeds is not whole
             ]
         )
     lines += md_table(["scale max", "avg ns", "error", "calls"], cells)
