@@ -131,6 +131,7 @@ CASES: list[tuple[str, str, tuple[str, ...], str]] = [
     # fit
     ("fit", "--constants", ("fit", "--constants", "bogus"), "bogus"),
     ("fit", "--max-nfev", ("fit", "--max-nfev", "-1"), "--max-nfev"),
+    ("fit", "--seeds", ("fit", "--seeds", "0"), "--seeds"),
     ("fit", "--cross-validate", ("fit", "--cross-validate", "-1"), "--cross-validate"),
     ("fit", "--jacobian", ("fit", "--jacobian=1"), "--jacobian"),
     ("fit", "--jobs", ("fit", "--jobs", FULL_WIDTH_4), "--jobs"),

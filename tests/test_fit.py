@@ -274,21 +274,27 @@ def test_the_jacobian_moves_what_a_constant_moves():
     assert shares["Haswell-Desktop"] == pytest.approx(fit.cost(jac.residuals()))
 
 
-def test_fit_jacobian_writes_the_step_it_measured(pcplab, tmp_path):
-    """`pcplab fit --jacobian` on one machine's rows writes jacobian.json.
-
-    With --max-nfev 0 the fit keeps constants.toml, whatever --start says.
-    """
+def _desktop_reference(tmp_path: Path) -> Path:
+    """Return a copy of the reference figures with Haswell-Desktop's rows only."""
     reference = tmp_path / "reference"
     shutil.copytree(data.REFERENCE, reference)
     for path in reference.glob("*.csv"):
-        if path.name != "machines.csv":  # keep only the desktop's rows
+        if path.name != "machines.csv":
             lines = path.read_text().splitlines()
             keep = [
                 lines[0],
                 *(x for x in lines[1:] if x.startswith("Haswell-Desktop,")),
             ]
             path.write_text("\n".join(keep) + "\n")
+    return reference
+
+
+def test_fit_jacobian_writes_the_step_it_measured(pcplab, tmp_path):
+    """`pcplab fit --jacobian` on one machine's rows writes jacobian.json.
+
+    With --max-nfev 0 the fit keeps constants.toml, whatever --start says.
+    """
+    reference = _desktop_reference(tmp_path)
     proc = pcplab(
         "fit", "--constants", "fault_cycles_4", "--max-nfev", "0", "--jacobian",
         "--start", "middle", "--out", tmp_path / "fit", "--reference", reference,
@@ -303,6 +309,31 @@ def test_fit_jacobian_writes_the_step_it_measured(pcplab, tmp_path):
     assert set(step["by_machine_now"]) == {"Haswell-Desktop"}
     assert step["measured_cost"] >= 0 and step["predicted_cost"] >= 0
     assert "a damped Gauss-Newton step predicts" in proc.stdout
+
+
+def test_fit_over_seeds_fits_the_mean_of_the_seeds(pcplab, tmp_path):
+    """`pcplab fit --seeds N`: every row's residual is the mean of N seeds'."""
+    reference = _desktop_reference(tmp_path)
+    docs = {}
+    for seeds in ("1", "3"):
+        out = tmp_path / f"fit{seeds}"
+        proc = pcplab(
+            "fit", "--constants", "fault_cycles_4", "--max-nfev", "0",
+            "--seeds", seeds, "--out", out, "--reference", reference,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        docs[seeds] = json.loads((out / "fit.json").read_text())
+        note = (out / "constants.toml").read_text()
+        assert ("means of 3 seeds" in note) == (seeds == "3")
+    assert (docs["1"]["seeds"], docs["3"]["seeds"]) == (1, 3)
+    one = {(m, w): r for m, w, r in docs["1"]["fit"]["residuals"]}
+    three = {(m, w): r for m, w, r in docs["3"]["fit"]["residuals"]}
+    assert one.keys() == three.keys() and len(one) > 0
+    assert one != three  # the desktop's rows move with the seed
+    # in-process, the same rows: seed 1 is evaluate()'s default
+    with fit.mean_of_seeds(3):
+        assert fit.seeds_per_evaluation() == 3
+    assert fit.seeds_per_evaluation() == 1
 
 
 def _constants_grid(*args: str) -> subprocess.CompletedProcess:

@@ -43,6 +43,7 @@ EXAMPLES = {
         "pcplab fit --max-nfev 14               # refit constants.toml",
         "pcplab fit --max-nfev 0 --cross-validate 4  # the left-out folds",
         "pcplab fit --max-nfev 0 --jacobian     # is the fit at an optimum?",
+        "pcplab fit --max-nfev 0 --seeds 5      # its cost on the means of 5 seeds",
         "pcplab fit --start middle --max-nfev 0 --cross-validate 12 \\",
         "    --leave-out Skylake-EX             # one fold from scratch; run again",
         "                                       # with another: both in fit/",

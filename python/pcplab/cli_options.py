@@ -57,7 +57,7 @@ def schedule_option(more_help: str = "") -> Decorator:
     )
 
 
-def seeds_option(default: int, help_text: str) -> Decorator:
+def seeds_option(default: int, help_text: str, **extra: Any) -> Decorator:
     """Return --seeds N: sim runs with seeds 1..N (at most MAX_RUNS)."""
     return click.option(
         "--seeds",
@@ -65,6 +65,7 @@ def seeds_option(default: int, help_text: str) -> Decorator:
         default=default,
         show_default=True,
         help=help_text,
+        **extra,
     )
 
 

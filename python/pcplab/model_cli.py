@@ -103,6 +103,13 @@ def fidelity_command(
         Path(json_out).write_text(json.dumps(doc, indent=1) + "\n")
 
 
+def _average_seeds(ctx: click.Context, _param: click.Parameter, value: int) -> None:
+    """Make every evaluation of this `pcplab fit` the mean of --seeds N."""
+    from pcplab import fit
+
+    ctx.with_resource(fit.mean_of_seeds(value))
+
+
 @click.command(
     "fit",
     short_help="Fit the global constants on the published figures.",
@@ -165,6 +172,12 @@ def fidelity_command(
     help="With --cross-validate: only this machine's fold (repeatable); "
     "folds already in DIR/crossval.toml for other machines stay.",
 )
+@seeds_option(
+    1,
+    "Fit the mean of seeds 1..N of every row (N times the runs).",
+    callback=_average_seeds,
+    expose_value=False,
+)
 @click.option("--jobs", type=AsciiIntRange(1, 256), default=2, show_default=True)
 @click.option(
     "--out",
@@ -218,10 +231,13 @@ def fit_command(
         samples if max_nfev else 0,
     )
     day = time.strftime("%Y-%m-%d")
+    seeds = fit.seeds_per_evaluation()
+    if seeds > 1:
+        day += f", means of {seeds} seeds"
     note = f"{result.evaluations} trials, cost {result.cost:.1f} ({day})"
     shutil.copy(machines.CONSTANTS, directory / "constants.toml")
     fit.write_constants(directory / "constants.toml", result.constants, note)
-    report: dict[str, Any] = {"fit": asdict(result)}
+    report: dict[str, Any] = {"fit": asdict(result), "seeds": seeds}
     if folds_nfev:
         # a fold from the full fit starts where its left-out machine led;
         # one from the middle does not
