@@ -170,7 +170,7 @@ def test_fidelity_over_seeds_gives_means_and_each_worst_rows_range(
     tiny: Path, capsys
 ) -> None:
     """`pcplab fidelity --seeds N`: the mean of N seeds, and the error's range."""
-    one = [fidelity.run_machines(["Tiny Box"], 1, quick=True)]
+    plain = fidelity.run_machines(["Tiny Box"], 1, quick=True)
     runs = {
         seed: fidelity.over_seeds(
             lambda: fidelity.run_machines(["Tiny Box"], 1, quick=True), seed
@@ -179,7 +179,7 @@ def test_fidelity_over_seeds_gives_means_and_each_worst_rows_range(
     }
     (row1,), spread1 = runs[1][0]["tiny"], runs[1][1]
     assert spread1 == {} and "seeds" not in row1
-    assert row1["score"] == one[0]["tiny"][0]["score"]  # seed 1 is the default
+    assert row1["score"] == plain["tiny"][0]["score"]  # seed 1 is the default
     (row3,), spread3 = runs[3][0]["tiny"], runs[3][1]
     assert row3["seeds"] == 3 and row3["score_std"] > 0
     lo, hi = spread3[("Tiny Box", "tiny_score@1")]

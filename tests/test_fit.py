@@ -312,7 +312,7 @@ def test_fit_jacobian_writes_the_step_it_measured(pcplab, tmp_path):
 
 
 def test_fit_over_seeds_fits_the_mean_of_the_seeds(pcplab, tmp_path):
-    """`pcplab fit --seeds N`: every row's residual is the mean of N seeds'."""
+    """`pcplab fit --seeds N` reads every row as the mean of N seeds."""
     reference = _desktop_reference(tmp_path)
     docs = {}
     for seeds in ("1", "3"):
@@ -330,7 +330,7 @@ def test_fit_over_seeds_fits_the_mean_of_the_seeds(pcplab, tmp_path):
     three = {(m, w): r for m, w, r in docs["3"]["fit"]["residuals"]}
     assert one.keys() == three.keys() and len(one) > 0
     assert one != three  # the desktop's rows move with the seed
-    # in-process, the same rows: seed 1 is evaluate()'s default
+    # the context --seeds enters ends with it: seed 1 alone again after
     with fit.mean_of_seeds(3):
         assert fit.seeds_per_evaluation() == 3
     assert fit.seeds_per_evaluation() == 1
