@@ -255,14 +255,20 @@ static int zone_init(struct zone *zone, struct pglist_data *pgdat,
 
 	zone->per_cpu_pageset =
 		memblock_alloc(sizeof(struct per_cpu_pages) * nr_cpu_ids);
-	/* 4 KiB per CPU: the largest machines would fill the list region */
+	if (!zone->per_cpu_pageset)
+		return -ENOMEM;
+	/*
+	 * The rings stay out of memblock's list region: at 4 KiB per CPU and
+	 * zone, the largest machines would overflow its 256 MiB.
+	 */
 	zone->pcp_recent = huge_zalloc(pcp_recent_bytes());
-	if (!zone->per_cpu_pageset || !zone->pcp_recent)
+	if (!zone->pcp_recent)
 		return -ENOMEM;
 	for (int cpu = 0; cpu < nr_cpu_ids; cpu++) {
-		per_cpu_pages_init(per_cpu_ptr(zone, cpu), cpu);
-		per_cpu_ptr(zone, cpu)->recent =
-			zone->pcp_recent + (size_t)cpu * PCP_RECENT;
+		struct per_cpu_pages *pcp = per_cpu_ptr(zone, cpu);
+
+		per_cpu_pages_init(pcp, cpu);
+		pcp->recent = zone->pcp_recent + (size_t)cpu * PCP_RECENT;
 	}
 	return 0;
 }
