@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import sysconfig
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -123,3 +124,26 @@ def _check_schedule_5_to_0(result: dict[str, Any]) -> None:
 def schedule_5_to_0_check() -> Callable[[dict[str, Any]], None]:
     """Return the check of a run whose scale-max schedule went from 5 to 0."""
     return _check_schedule_5_to_0
+
+
+def child_pids(pid: int) -> list[int]:
+    """Return the pids of PID's children (empty once it is gone)."""
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(p) for p in text.split()]
+
+
+def gone_within(pid: int, within: float) -> bool:
+    """Wait up to WITHIN seconds for PID to end; a zombie counts as ended."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return True
+        if state == "Z":
+            return True
+        time.sleep(0.02)
+    return False

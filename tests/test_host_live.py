@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 import pcplab
-from conftest import needs, require
+from conftest import child_pids, gone_within, needs, require
 from pcplab import engine
-from pcplab.host import procfs, sysctl
+from pcplab.host import journal, procfs, sysctl
 
 WORKLOADS = tuple(engine.workload_names("host"))  # src/workloads/*/host.c
 SHORT = ("--tasks", "2", "--duration", "1", "--warmup", "0.3", "--size-mib", "32")
@@ -453,35 +453,14 @@ def _start_sweep(tmp_path: Path) -> subprocess.Popen:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if (
-            tmp_path / sysctl.JOURNAL_NAME
+            tmp_path / journal.JOURNAL_NAME
         ).exists() and HF.read_text().strip() == first:
-            if _children(proc.pid):
+            if child_pids(proc.pid):
                 return proc
         time.sleep(0.05)
     proc.kill()
     proc.communicate()
     pytest.fail("the sweep did not start")
-
-
-def _children(pid: int) -> list[int]:
-    try:
-        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
-    except OSError:
-        return []
-    return [int(p) for p in text.split()]
-
-
-def _gone(pid: int, within: float) -> bool:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().split()[2]
-        except OSError:
-            return True
-        if state == "Z":
-            return True
-        time.sleep(0.05)
-    return False
 
 
 @root_only
@@ -490,16 +469,16 @@ def test_sweep_restores_on_signal(tmp_path, signum):
     """SIGTERM or SIGINT: the sweep stops its engine and restores the sysctl."""
     original = HF.read_text()
     proc = _start_sweep(tmp_path)
-    engine_pid = _children(proc.pid)[0]
+    engine_pid = child_pids(proc.pid)[0]
     proc.send_signal(signum)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 128 + signum, err
     assert HF.read_text() == original
-    assert not (tmp_path / sysctl.JOURNAL_NAME).exists()
+    assert not (tmp_path / journal.JOURNAL_NAME).exists()
     last = err.strip().splitlines()[-1]
     assert f"interrupted by {signal.Signals(signum).name}" in last
     assert f"restored {sysctl.HIGH_FRACTION} to {original.strip()}" in last
-    assert _gone(engine_pid, 10)
+    assert gone_within(engine_pid, 10)
 
 
 @root_only
@@ -508,15 +487,15 @@ def test_sweep_killed_leaves_its_journal_for_the_next_command(tmp_path, pcplab_c
     original = HF.read_text()
     first = _sweep_first()
     proc = _start_sweep(tmp_path)
-    engine_pid = _children(proc.pid)[0]
+    engine_pid = child_pids(proc.pid)[0]
     try:
         proc.kill()
         proc.communicate(timeout=30)
         assert HF.read_text().strip() == first
-        journal = json.loads((tmp_path / sysctl.JOURNAL_NAME).read_text())
-        assert journal["sysctls"] == {sysctl.HIGH_FRACTION: original.strip()}
-        assert journal["pid"] == proc.pid
-        assert _gone(engine_pid, 10)  # the engine follows its parent (PDEATHSIG)
+        record = json.loads((tmp_path / journal.JOURNAL_NAME).read_text())
+        assert record["sysctls"] == {sysctl.HIGH_FRACTION: original.strip()}
+        assert record["pid"] == proc.pid
+        assert gone_within(engine_pid, 10)  # the engine follows its parent (PDEATHSIG)
         info = _run(
             [*pcplab_command, "host", "info", "--no-probe"],
             env={**os.environ, "PCPLAB_STATE_DIR": str(tmp_path)},
@@ -525,7 +504,7 @@ def test_sweep_killed_leaves_its_journal_for_the_next_command(tmp_path, pcplab_c
         assert f"restored {sysctl.HIGH_FRACTION} to {original.strip()}" in info.stderr
         assert f"pid {proc.pid}" in info.stderr
         assert HF.read_text() == original
-        assert not (tmp_path / sysctl.JOURNAL_NAME).exists()
+        assert not (tmp_path / journal.JOURNAL_NAME).exists()
     finally:
         HF.write_text(original)
 
@@ -536,7 +515,7 @@ def test_restore_command(tmp_path, pcplab_command):
     original = HF.read_text()
     env = {**os.environ, "PCPLAB_STATE_DIR": str(tmp_path)}
     try:
-        (tmp_path / sysctl.JOURNAL_NAME).write_text(
+        (tmp_path / journal.JOURNAL_NAME).write_text(
             json.dumps({"pid": 1, "sysctls": {sysctl.HIGH_FRACTION: original.strip()}})
         )
         HF.write_text("100")

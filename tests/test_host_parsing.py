@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import gzip
-import json
 import re
 from pathlib import Path
 
 import pytest
 
 from pcplab import procfs_zoneinfo
-from pcplab.host import bursts, procfs, ringbuffer, sysctl, trace
+from pcplab.host import bursts, procfs, ringbuffer, trace
 from pcplab.host.cli import compare_rows
 
 DATA = Path(__file__).parent / "data" / "host"
@@ -211,67 +210,6 @@ def test_bpftrace_programs_name_the_probes():
     kp = trace.bpftrace_program("bpftrace-kprobe", 2000)
     assert "kretprobe:free_pcppages_bulk" in kp and "kprobe:rmqueue_bulk" in kp
     assert "kretfunc:rmqueue_bulk" in trace.bpftrace_program("bpftrace-fentry", 2000)
-
-
-@pytest.fixture
-def fake_sysctl(tmp_path, monkeypatch):
-    """Return a /proc/sys stand-in file, with a private state directory."""
-    root = tmp_path / "sys"
-    (root / "vm").mkdir(parents=True)
-    (root / "vm" / "percpu_pagelist_high_fraction").write_text("0\n")
-    monkeypatch.setattr(sysctl, "SYSCTL_DIR", root)
-    monkeypatch.setenv("PCPLAB_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.setattr(sysctl.os, "geteuid", lambda: 0)
-    return root / "vm" / "percpu_pagelist_high_fraction"
-
-
-def test_journal_records_before_writing_and_restores(fake_sysctl):
-    """The original goes to the journal before the write; leaving restores it."""
-    with sysctl.Journal("test") as journal:
-        journal.set(sysctl.HIGH_FRACTION, 100)
-        data = json.loads(sysctl.journal_path().read_text())
-        assert data["sysctls"] == {sysctl.HIGH_FRACTION: "0"}
-        assert fake_sysctl.read_text() == "100\n"
-        journal.set(sysctl.HIGH_FRACTION, 1000)  # the original stays "0"
-        assert json.loads(sysctl.journal_path().read_text())["sysctls"] == {
-            sysctl.HIGH_FRACTION: "0"
-        }
-    assert fake_sysctl.read_text() == "0\n"
-    assert not sysctl.journal_path().exists()
-
-
-def test_journal_restores_on_error(fake_sysctl):
-    """An exception inside the block still restores the original."""
-    with pytest.raises(RuntimeError), sysctl.Journal("test") as journal:
-        journal.set(sysctl.HIGH_FRACTION, 8)
-        raise RuntimeError("boom")
-    assert fake_sysctl.read_text() == "0\n"
-    assert not sysctl.journal_path().exists()
-
-
-def test_stale_journal_is_restored_once(fake_sysctl, capsys):
-    """A journal left by a dead run is restored by the next command, and said so."""
-    sysctl.journal_path().parent.mkdir(parents=True)
-    sysctl.journal_path().write_text(
-        json.dumps({"pid": 4242, "sysctls": {sysctl.HIGH_FRACTION: "0"}})
-    )
-    fake_sysctl.write_text("1000\n")
-    assert sysctl.restore_pending() == [f"{sysctl.HIGH_FRACTION} to 0"]
-    assert fake_sysctl.read_text() == "0\n"
-    assert "pid 4242" in capsys.readouterr().err
-    assert sysctl.restore_pending() == []
-
-
-def test_journal_of_a_live_run_is_left_alone(fake_sysctl, capsys):
-    """While a run holds the lock, no other command restores its journal."""
-    with sysctl.Journal("test") as journal:
-        journal.set(sysctl.HIGH_FRACTION, 100)
-        assert sysctl.restore_pending() == []
-        assert "restores itself" in capsys.readouterr().err
-        assert fake_sysctl.read_text() == "100\n"
-        with pytest.raises(sysctl.JournalBusy):
-            sysctl.Journal("second").__enter__()
-    assert fake_sysctl.read_text() == "0\n"
 
 
 def test_compare_rows_give_the_ratio():

@@ -23,7 +23,7 @@ import pytest
 from pcplab import charts, engine, experiments
 from pcplab.experiments import load_experiment, reference_rows
 from pcplab.experiments._common import heldout_rows
-from pcplab.host.sysctl import JournalBusy
+from pcplab.host.journal import KernelBusy
 
 Rows = list[dict[str, Any]]
 SVG = "{http://www.w3.org/2000/svg}"
@@ -89,7 +89,7 @@ def quick_rows() -> Callable[[str], Rows]:
                 warnings.simplefilter("ignore", ResourceWarning)
                 try:
                     cache[name] = experiments.get(name).run(True, 2)
-                except JournalBusy:  # another pcplab sweeps the sysctl now
+                except KernelBusy:  # another pcplab sweeps the sysctl now
                     if name != "host":
                         raise
                     cache[name] = _host_rows()

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from pcplab import engine, machines
+from pcplab import engine, interrupts, machines
 from pcplab.cli_examples import EXAMPLES
 from pcplab.cli_options import (
     engine_option,
@@ -19,6 +19,7 @@ from pcplab.cli_options import (
     workload_option,
 )
 from pcplab.errors import BadInput, EngineError, InvariantViolation, PcplabError
+from pcplab.host import owner
 from pcplab.host.cli import compare, host, run_on_host
 from pcplab.inputs import (
     INT,
@@ -56,6 +57,8 @@ def cli(ctx: click.Context) -> None:
     """Laboratory for the Linux page allocator's per-CPU page lists (PCP)."""
     if ctx.invoked_subcommand is None:
         click.echo(ctx.get_help())
+    elif ctx.invoked_subcommand != "host":  # `host` does it, but for `host restore`
+        owner.recover()  # what an interrupted command left on this host, as root
 
 
 def _host_rows(high_fraction: int | None, kernel: str | None) -> list[dict[str, Any]]:
@@ -512,6 +515,7 @@ def _one_line(text: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the pcplab CLI; bad input gives one stderr line and exit status 2."""
+    interrupts.install()  # SIGINT, SIGTERM and SIGHUP unwind alike
     try:
         status = cli.main(args=argv, prog_name="pcplab", standalone_mode=False)
     except click.UsageError as exc:

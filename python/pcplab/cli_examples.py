@@ -74,7 +74,10 @@ EXAMPLES = {
     "host sweep": _epilog(
         "pcplab host sweep --workload page_fault1 --tasks 4 --high-fraction 0,8,100",
     ),
-    "host restore": _epilog("pcplab host restore   # after a crash or kill -9"),
+    "host restore": _epilog(
+        "pcplab host restore   # after a crash or kill -9",
+        "pcplab host restore --sysctl vm.percpu_pagelist_high_fraction=0",
+    ),
     "host overhead": _epilog(
         "pcplab host overhead --workload page_fault1 --tasks 2 --rounds 5",
     ),

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -109,19 +111,47 @@ def _describe_exit(returncode: int) -> str:
     return f"exit status {returncode}"
 
 
+# The engines running now, of every thread: stop_all() ends them when the
+# command is interrupted while worker threads wait on them.
+_running: set[subprocess.Popen[str]] = set()
+_running_lock = threading.Lock()
+
+
 def _spawn(binary: Path, command: str, text: str) -> subprocess.CompletedProcess:
     """Run `binary command` with `text` on stdin and wait; raise if it cannot start."""
     try:
-        return subprocess.run(
+        proc = subprocess.Popen(
             [str(binary), command],
-            input=text,
-            capture_output=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
             errors="replace",
-            check=False,
         )
     except OSError as exc:
         raise EngineError(f"cannot start {binary}: {exc.strerror}") from exc
+    with _running_lock:
+        _running.add(proc)
+    try:
+        with proc:
+            try:
+                out, err = proc.communicate(text)
+            except BaseException:  # an interrupt: the engine ends with us
+                proc.kill()
+                raise
+    finally:
+        with _running_lock:
+            _running.discard(proc)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def stop_all() -> None:
+    """Kill every engine still running (the command is being interrupted)."""
+    with _running_lock:
+        procs = list(_running)
+    for proc in procs:
+        with contextlib.suppress(OSError):
+            proc.kill()
 
 
 def call(engine: str, command: str, request: dict[str, Any]) -> dict[str, Any]:

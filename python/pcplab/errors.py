@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from typing import Any
 
 
@@ -44,3 +45,13 @@ class InvariantViolation(PcplabError):
     def __init__(self, message: str, result: dict[str, Any]) -> None:
         super().__init__(message)
         self.result = result
+
+
+class Interrupted(PcplabError):
+    """SIGINT, SIGTERM or SIGHUP arrived; what the command changed is undone."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        name = signal.Signals(signum).name
+        super().__init__(f"interrupted by {name}", prefix="pcplab: ")
+        self.exit_status = 128 + signum

@@ -141,9 +141,14 @@ def run_specs(
             return results
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             futures = {pool.submit(run_one, s): i for i, s in enumerate(specs)}
-            for future in as_completed(futures):
-                results[futures[future]] = future.result()
-                bar.update()
+            try:
+                for future in as_completed(futures):
+                    results[futures[future]] = future.result()
+                    bar.update()
+            except BaseException:  # the pool must not wait for the engines
+                pool.shutdown(wait=False, cancel_futures=True)
+                engine.stop_all()
+                raise
         return results
     finally:
         bar.close()

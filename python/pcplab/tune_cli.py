@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -13,6 +14,7 @@ from pcplab import engine, machines
 from pcplab.budgets import format_ns, metric_path, parse_budget
 from pcplab.cli_options import engine_option, jobs_option, seeds_option
 from pcplab.errors import BadInput
+from pcplab.host import owner
 from pcplab.inputs import AsciiIntRange, check_output_file
 from pcplab.policies import PolicyOption
 from pcplab.runs import materialize
@@ -318,16 +320,20 @@ def tune_command(
             "--policy fixes the policy and --knob policy searches it; give one"
         )
     check_output_file(plot, "--plot")
-    result = tune(
-        base,
-        weights,
-        parsed,
-        knobs,
-        seeds=seeds,
-        trials=trials,
-        pareto=pareto,
-        jobs=jobs,
-    )
+    # On this kernel every run sets its sysctls: one owner for all of them,
+    # so that no other command changes the kernel between two settings.
+    hold = owner.hold if engine_name == "host" else contextlib.nullcontext
+    with hold("pcplab tune --engine host"):
+        result = tune(
+            base,
+            weights,
+            parsed,
+            knobs,
+            seeds=seeds,
+            trials=trials,
+            pareto=pareto,
+            jobs=jobs,
+        )
     metric = pareto or (parsed[0].name if parsed else None)
     if metric is not None:
         limit = next((b.limit_ns for b in parsed if b.name == metric), None)

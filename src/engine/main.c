@@ -9,6 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 
 #include <pcplab/engine.h>
 #include <pcplab/model_workload.h>
@@ -26,6 +29,25 @@ static char *read_stdin(void)
 	if (buf)
 		buf[len] = 0;
 	return buf;
+}
+
+/*
+ * A run may last a day of virtual time; if the front end dies (SIGKILL,
+ * a crash), nobody reads its result, so the engine must not run on as an
+ * orphan: the kernel sends SIGKILL when the parent exits. The parent may
+ * already be gone by the time prctl() takes effect: check once more.
+ */
+static int die_with_parent(void)
+{
+	pid_t parent = getppid();
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent) {
+		fprintf(stderr,
+			"pcplab: error: the front end exited before the run started\n");
+		return -1;
+	}
+	return 0;
 }
 
 static int print_json(cJSON *o)
@@ -167,6 +189,8 @@ int main(int argc, char **argv)
 			cmd);
 		return 2;
 	}
+	if (die_with_parent())
+		return 1;
 	text = read_stdin();
 	if (!text)
 		return 1;

@@ -17,8 +17,18 @@ from pcplab import engine
 from pcplab.cli_examples import EXAMPLES
 from pcplab.cli_options import schedule_option, timing_options, workload_option
 from pcplab.comparison import FORMATS
-from pcplab.errors import BadInput
-from pcplab.host import lockstat, procfs, report, runner, sweep, sysctl, trace
+from pcplab.errors import BadInput, PcplabError
+from pcplab.host import (
+    journal,
+    lockstat,
+    owner,
+    procfs,
+    report,
+    runner,
+    sweep,
+    sysctl,
+    trace,
+)
 from pcplab.host.execute import execute_run, guard, refuse_host_scale_max_schedule
 from pcplab.inputs import AsciiIntRange, check_output_file
 from pcplab.repeat_cli import repeat_options
@@ -61,11 +71,13 @@ def _with_options(
 def host(ctx: click.Context) -> None:
     """Measure the running kernel: its pagesets, a run, a sweep, a restore.
 
-    Every host command first restores the sysctls that an interrupted run
-    left in its journal ($PCPLAB_STATE_DIR or /var/lib/pcplab), and says so.
+    Every pcplab command run as root first undoes what an interrupted one
+    left (its journal is in $PCPLAB_STATE_DIR or /var/lib/pcplab): the
+    sysctls it changed, the perf or bpftrace it started, its tracefs
+    instance and temporary directories, one line for each.
     """
-    if ctx.invoked_subcommand != "restore":
-        sysctl.restore_pending()
+    if ctx.invoked_subcommand != "restore":  # which says what it undid
+        owner.recover()
 
 
 def _workload_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -279,12 +291,12 @@ def sweep_command(
     values = sweep.parse_fractions(fractions)
     spec = _spec(workload, tasks, duration, warmup, size_mib, mode, untimed)
     guard([{**spec, "high_fraction": v} for v in values], trace_method, trace_seconds)
-    with sysctl.Journal("pcplab host sweep") as journal:
+    with owner.hold("pcplab host sweep") as own:
         original = sysctl.read_sysctl(sysctl.HIGH_FRACTION)
         points = sweep.sweep(
             spec,
             values,
-            journal=journal,
+            owner=own,
             progress=lambda line: click.echo(f"pcplab: {line}", err=True),
             trace_method=trace_method,
             trace_s=trace_seconds,
@@ -297,18 +309,40 @@ def sweep_command(
 
 @host.command(
     "restore",
-    short_help="Restore the sysctls of an interrupted run.",
+    short_help="Undo what an interrupted run left; set a sysctl back.",
     epilog=EXAMPLES["host restore"],
 )
-def restore_command() -> None:
-    """Write back what the journal of an interrupted run holds, and remove it."""
-    path = sysctl.journal_path()
-    if path.exists() and os.geteuid() != 0:
+@click.option(
+    "--sysctl",
+    "settings",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Also write NAME=VALUE, a sysctl pcplab changes (the way out of a damaged "
+    "journal, whose lines name it); removes the damaged journals.",
+)
+def restore_command(settings: tuple[str, ...]) -> None:
+    """Undo what the journal of an interrupted run holds, and remove it.
+
+    Stops the perf or bpftrace it started, removes its tracefs instance and
+    temporary directories, writes back the sysctls it changed.
+    """
+    wanted = owner.parse_settings(settings)
+    path = journal.journal_path()
+    if os.geteuid() != 0 and (wanted or path.exists()):
         raise BadInput(
-            f"{path} holds sysctls to restore and writing them needs root; "
-            "run 'pcplab host restore' as root"
+            f"{path if path.exists() else 'writing a sysctl'} needs root; run "
+            "'pcplab host restore' as root"
         )
-    sysctl.restore_pending(quiet_if_none=False)
+    done = owner.recover()
+    if wanted:
+        owner.write_settings(wanted)
+    elif not done and journal.damaged_paths():
+        raise PcplabError(
+            f"{journal.damaged_paths()[0]} is a damaged journal; put the sysctls "
+            f"back with '{owner.restore_command()}'"
+        )
+    elif not done:
+        click.echo(f"pcplab: no journal at {path}: nothing to restore", err=True)
 
 
 @host.command(
@@ -585,7 +619,6 @@ def compare(
         parse_scale_max_schedule(scale_max_schedule)
         refuse_host_scale_max_schedule()  # the kernel's side cannot follow it
     _check_output(output)
-    sysctl.restore_pending()
     if model is None:  # the simulator needs this host's calibrated profile
         model = "sim" if machine is not None else "native"
     common: dict[str, Any] = {"workload": workload, "tasks": tasks}

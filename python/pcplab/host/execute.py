@@ -7,7 +7,7 @@ from typing import Any
 
 from pcplab import engine
 from pcplab.errors import BadInput, EngineError
-from pcplab.host import procfs, runner, sysctl, trace
+from pcplab.host import owner, procfs, runner, sysctl, trace
 
 SCALE_MAX_SYSCTL = "vm.pcp_batch_scale_max"  # the 2024 proposal's sysctl
 
@@ -62,7 +62,6 @@ def execute_run(
         sysctl.require_root(
             "--high-fraction with the host engine", ", or drop --high-fraction"
         )
-    sysctl.restore_pending()
     checked = (
         dict(spec, high_fraction=high_fraction) if high_fraction is not None else spec
     )
@@ -73,8 +72,11 @@ def execute_run(
         "gap_ns": gap_ns,
         "lock_stats": lock_stats,
     }
-    if high_fraction is None:
-        return runner.run(spec, **options)
-    with sysctl.Journal("pcplab run --engine host") as journal:
-        journal.set(sysctl.HIGH_FRACTION, high_fraction)
-        return runner.run(checked, **options)
+    with owner.hold("pcplab run --engine host") as own:
+        if high_fraction is None:
+            return runner.run(spec, **options)
+        own.set_sysctl(sysctl.HIGH_FRACTION, high_fraction)
+        try:
+            return runner.run(checked, **options)
+        finally:  # the next run of a tune or a sweep starts from the original
+            own.restore_sysctls()

@@ -22,8 +22,10 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pcplab.host.owner import Owner
 
 METHOD = "perf lock contention (lock:contention_begin/end)"
 CONTENTION_METHOD = (
@@ -296,7 +298,8 @@ def probe() -> str | None:
     perf = shutil.which("perf")
     if perf is None:
         return "no perf binary in PATH (Debian package linux-perf)"
-    with tempfile.TemporaryDirectory(prefix="pcplab-lock-") as tmp:
+    # named with this pid, so that a SIGKILL's leftover is known as ours
+    with tempfile.TemporaryDirectory(prefix=f"pcplab-{os.getpid()}-probe-") as tmp:
         try:
             proc = subprocess.run(
                 [perf, "lock", "record", "-a", "-o", f"{tmp}/probe.data", "--", "true"],
@@ -318,11 +321,16 @@ def probe() -> str | None:
 
 
 class Recorder:
-    """`perf lock record -a` started disabled, switched on for the measured phase."""
+    """`perf lock record -a` started disabled, switched on for the measured phase.
 
-    def __init__(self, tasks: int) -> None:
+    Its directory and its perf belong to OWNER, which removes and stops them
+    however the command ends.
+    """
+
+    def __init__(self, tasks: int, owner: Owner) -> None:
         self.tasks = tasks
-        self.dir = Path(tempfile.mkdtemp(prefix="pcplab-lock-"))
+        self.owner = owner
+        self.dir = owner.temp_dir("lock")
         self.data = self.dir / "perf.data"
         self.proc: subprocess.Popen[bytes] | None = None
         self.ctl = self.ack = -1
@@ -339,7 +347,7 @@ class Recorder:
         self.ctl = os.open(ctl, os.O_RDWR)
         self.ack = os.open(ack, os.O_RDWR | os.O_NONBLOCK)
         with open(self.dir / "record.log", "wb") as log:
-            self.proc = subprocess.Popen(
+            self.proc = self.owner.spawn(
                 [
                     shutil.which("perf") or "perf",
                     "lock",
@@ -352,10 +360,10 @@ class Recorder:
                     "-o",
                     str(self.data),
                 ],
+                "perf lock record",
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,
-                start_new_session=True,  # the terminal's SIGINT is ours to send
             )
 
     def _command(self, word: str) -> None:
@@ -408,12 +416,17 @@ class Recorder:
             self.proc.kill()
             self.proc.wait()
             raise RuntimeError("perf lock record did not stop on SIGINT") from None
+        finally:
+            if self.proc.returncode is not None:
+                self.owner.reaped(self.proc)
 
     def abort(self) -> None:
         """Stop perf and remove everything, whatever state it is in."""
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+        if self.proc is not None:
+            self.owner.reaped(self.proc)
         self.close()
 
     def close(self) -> None:
@@ -422,7 +435,7 @@ class Recorder:
             if fd >= 0:
                 os.close(fd)
         self.ctl = self.ack = -1
-        shutil.rmtree(self.dir, ignore_errors=True)
+        self.owner.remove_dir(self.dir)
 
     def result(self) -> dict[str, Any]:
         """Run `perf lock contention -v` on the data and summarise it."""

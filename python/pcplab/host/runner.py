@@ -9,19 +9,18 @@ off. The engine's JSON and these snapshots are merged into one result.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import signal
 import socket
 import subprocess
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
 from pcplab import engine
 from pcplab.errors import BadInput, EngineError
-from pcplab.host import lockstat, procfs, sysctl, trace
+from pcplab.host import lockstat, owner, procfs, sysctl, trace
+from pcplab.host.owner import Owner
 
 DEFAULT_TRACE_S = 1.0
 PMU_DIR = Path("/sys/bus/event_source/devices/cpu")
@@ -97,14 +96,16 @@ class _Phases:
             self.locks.abort()
 
 
-def run_engine(spec: dict[str, Any], phases: _Phases) -> dict[str, Any]:
+def run_engine(spec: dict[str, Any], phases: _Phases, owner: Owner) -> dict[str, Any]:
     """Run `pcplab-host run` with a sync socket; return its JSON result."""
     binary = engine.engine_binary("host")
     ours, theirs = socket.socketpair()
     request = json.dumps({**spec, "sync_fd": theirs.fileno()})
     try:
-        proc = subprocess.Popen(
+        proc = owner.spawn(  # it asks for its own parent-death signal
             [str(binary), "run"],
+            "pcplab-host",
+            pdeathsig=False,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -133,6 +134,7 @@ def run_engine(spec: dict[str, Any], phases: _Phases) -> dict[str, Any]:
                 channel.write("go\n")
                 channel.flush()
         proc.wait()
+        owner.reaped(proc)
     except BaseException:
         _stop_engine(proc)
         if phases.tracer is not None:
@@ -284,24 +286,6 @@ def merge(
     return result
 
 
-@contextlib.contextmanager
-def _unwind_on_signals() -> Iterator[None]:
-    """Turn SIGINT/SIGTERM into an exception, so that tracing and the engine end.
-
-    Handlers someone else installed (a sysctl.Journal) are kept.
-    """
-    installed = {}
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        current = signal.getsignal(signum)
-        if current in (signal.SIG_DFL, signal.default_int_handler):
-            installed[signum] = signal.signal(signum, sysctl.raise_interrupted)
-    try:
-        yield
-    finally:
-        for signum, handler in installed.items():
-            signal.signal(signum, handler)
-
-
 def run(
     spec: dict[str, Any],
     *,
@@ -315,21 +299,35 @@ def run(
     lock_stats: "perf" records lock contention with perf (refused if perf lock
     cannot record here), "off" does not, None records it where permitted.
     """
+    with owner.hold("pcplab run --engine host") as own:
+        return _run_owned(spec, own, trace_method, trace_s, gap_ns, lock_stats)
+
+
+def _run_owned(
+    spec: dict[str, Any],
+    own: Owner,
+    trace_method: str,
+    trace_s: float,
+    gap_ns: int,
+    lock_stats: str | None,
+) -> dict[str, Any]:
+    """Run() with every child, directory and tracefs instance OWN's."""
     lock_reason = lock_stats_reason(lock_stats)
-    recorder = lockstat.Recorder(int(spec["tasks"])) if lock_reason is None else None
+    recorder = (
+        lockstat.Recorder(int(spec["tasks"]), own) if lock_reason is None else None
+    )
     probed = (
         trace.probe(trace_method)
         if trace_s > 0
         else trace.Probe(None, {"off": "no traced phase (--trace-seconds 0)"})
     )
-    tracer = trace.make_tracer(probed.method, gap_ns) if probed.method else None
+    tracer = trace.make_tracer(probed.method, own, gap_ns) if probed.method else None
     phases = _Phases(tracer, recorder)
     tracing = locks = None
     try:
-        with _unwind_on_signals():
-            if recorder is not None:
-                recorder.launch()
-            result = run_engine({**spec, "trace_s": trace_s if tracer else 0}, phases)
+        if recorder is not None:
+            recorder.launch()
+        result = run_engine({**spec, "trace_s": trace_s if tracer else 0}, phases, own)
         if phases.traced:
             try:
                 tracing = tracer.result()
@@ -345,9 +343,6 @@ def run(
     finally:
         if recorder is not None:
             recorder.abort()
-        if probed.mounted_tracefs:
-            with contextlib.suppress(OSError):
-                trace.unmount_tracefs()
     return merge(
         result, phases, probed, tracing, locks, lock_reason or phases.lock_error
     )

@@ -42,6 +42,7 @@ from pcplab.host.bursts import (
     join_bursts,
     stats,
 )
+from pcplab.host.owner import Owner, remove_instance
 from pcplab.host.ringbuffer import decode_raw, parse_format, parse_header_page
 
 TRACEFS = Path("/sys/kernel/tracing")
@@ -284,8 +285,9 @@ def bpftrace_program(method: str, gap_ns: int) -> str:
 class BpftraceTracer:
     """Run bpftrace for the traced phase; bursts are joined in the kernel."""
 
-    def __init__(self, method: str, gap_ns: int) -> None:
+    def __init__(self, method: str, gap_ns: int, owner: Owner) -> None:
         self.method = method
+        self.owner = owner
         self.gap_ns = gap_ns
         self.proc: subprocess.Popen[str] | None = None
         self.lines: list[str] = []
@@ -303,8 +305,9 @@ class BpftraceTracer:
 
     def start(self) -> None:
         """Start bpftrace and return once its probes are attached."""
-        self.proc = subprocess.Popen(
+        self.proc = self.owner.spawn(
             ["bpftrace", "-e", bpftrace_program(self.method, self.gap_ns)],
+            "bpftrace",
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -339,6 +342,7 @@ class BpftraceTracer:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        self.owner.reaped(self.proc)
         if self._reader is not None:
             self._reader.join(timeout=10)
 
@@ -347,6 +351,8 @@ class BpftraceTracer:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+        if self.proc is not None:
+            self.owner.reaped(self.proc)
 
     def result(self) -> dict[str, Any]:
         """Analyse the burst lines into the tracing section of the result."""
@@ -367,8 +373,11 @@ class BpftraceTracer:
 class TracefsTracer:
     """A private tracefs instance whose ring buffer is read raw after tracing."""
 
-    def __init__(self, gap_ns: int, buffer_kb: int = DEFAULT_BUFFER_KB) -> None:
+    def __init__(
+        self, gap_ns: int, owner: Owner, buffer_kb: int = DEFAULT_BUFFER_KB
+    ) -> None:
         self.gap_ns = gap_ns
+        self.owner = owner
         self.buffer_kb = buffer_kb
         self.dir = TRACEFS / "instances" / f"pcplab-{os.getpid()}"
         self.seconds = 0.0
@@ -381,7 +390,7 @@ class TracefsTracer:
 
     def start(self) -> None:
         """Create the instance, enable the two events, switch tracing on."""
-        remove_stale_instances()
+        self.owner.tracefs_instance(self.dir)  # journalled before it exists
         self.dir.mkdir()
         try:
             self._write("tracing_on", "0")
@@ -415,22 +424,11 @@ class TracefsTracer:
             return default
 
     def abort(self) -> None:
-        """Disable the events and remove the instance (error paths too)."""
+        """Switch the instance off and remove it (error paths too)."""
+        if self.dir.exists():
+            remove_instance(self.dir)
         if not self.dir.exists():
-            return
-        for rel, value in (
-            ("tracing_on", "0"),
-            (f"events/{REFILL_EVENT}/enable", "0"),
-            (f"events/{DRAIN_EVENT}/enable", "0"),
-        ):
-            with contextlib.suppress(OSError):
-                self._write(rel, value)
-        for _ in range(50):  # rmdir fails while a reader still has a file open
-            try:
-                self.dir.rmdir()
-                return
-            except OSError:
-                time.sleep(0.1)
+            self.owner.instance_removed(self.dir)
 
     def result(self) -> dict[str, Any]:
         """Decode the raw buffers, join bursts, and summarize both kinds."""
@@ -451,30 +449,6 @@ class TracefsTracer:
             self.seconds,
             self.lost,
         )
-
-
-def _pid_alive(pid: int) -> bool:
-    """Tell whether a process exists."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def remove_stale_instances() -> list[str]:
-    """Remove the tracefs instances of pcplab runs that died (e.g. SIGKILL)."""
-    removed = []
-    for directory in (TRACEFS / "instances").glob("pcplab-*"):
-        pid = directory.name.removeprefix("pcplab-")
-        if pid.isdigit() and not _pid_alive(int(pid)):
-            tracer = TracefsTracer(DEFAULT_GAP_NS)
-            tracer.dir = directory
-            tracer.abort()
-            removed.append(directory.name)
-    return removed
 
 
 def _read_raw(path: Path, page_size: int) -> list[bytes]:
@@ -506,8 +480,10 @@ def _lost_events(stats_path: Path) -> int:
     return lost
 
 
-def make_tracer(method: str, gap_ns: int) -> BpftraceTracer | TracefsTracer:
-    """Return the tracer of a probed method."""
+def make_tracer(
+    method: str, owner: Owner, gap_ns: int = DEFAULT_GAP_NS
+) -> BpftraceTracer | TracefsTracer:
+    """Return the tracer of a probed method, its instance or process OWNER's."""
     if method == "tracefs-tracepoint":
-        return TracefsTracer(gap_ns)
-    return BpftraceTracer(method, gap_ns)
+        return TracefsTracer(gap_ns, owner)
+    return BpftraceTracer(method, gap_ns, owner)
