@@ -43,13 +43,35 @@ def test_sim_against_needs_a_base_and_runs_pairs(tmp_path, monkeypatch):
     short = {**bench.SIM_RUN, "duration_s": 0.05, "warmup_s": 0.01}
     monkeypatch.setattr(bench, "SIM_RUN", short)
     monkeypatch.setattr(bench, "PAIRS", 2)
+    # The base: this build behind a script that logs each start, on a spec
+    # five times longer, so that its pages and its CPU time are its own.
+    longer = bench._sim_request("skylake-ex", **{**short, "duration_s": 0.25})
     spec = tmp_path / "spec.json"
-    spec.write_text(json.dumps(bench._sim_request("skylake-ex", **short)))
-    monkeypatch.setenv("PCPLAB_BASE_SIM", str(engine.bin_dir() / "pcplab-sim"))
+    spec.write_text(json.dumps(longer))
+    starts = tmp_path / "base-starts"
+    base = tmp_path / "base-sim"
+    real = engine.bin_dir() / "pcplab-sim"
+    base.write_text(f'#!/bin/sh\necho run >> "{starts}"\nexec "{real}" "$@"\n')
+    base.chmod(0o755)
+    monkeypatch.setenv("PCPLAB_BASE_SIM", str(base))
     monkeypatch.setenv("PCPLAB_BASE_SPEC", str(spec))
     result = bench.sim_against()
-    assert len(result["cpu_s_each_pair_this_base"]) == 2
+    started = starts.read_text().splitlines() if starts.exists() else []
+    assert started == ["run"] * 2, "the base build must run once a pair"
     pages = result["pages_per_virtual_s"]
-    assert pages["this"] == pages["base"] > 0  # the same build on the same spec
+    alone = {
+        "this": engine.run(bench._sim_request("skylake-ex", **short)),
+        "base": engine.run(longer),
+    }
+    assert pages == {k: r["throughput"]["pages_per_s"] for k, r in alone.items()}
+    assert pages["this"] != pages["base"]
+    # every pair is [this, base]: the base's five times the virtual time
+    # costs it more CPU, so each ratio this/base is below 1
+    each = result["cpu_s_each_pair_this_base"]
+    assert len(each) == 2 and all(0 < this < base for this, base in each)
     low, high = result["cpu_ratio_range"]
-    assert 0 < low <= result["cpu_ratio_median"] <= high
+    assert 0 < low <= result["cpu_ratio_median"] <= high < 1
+    median = result["cpu_ratio_median"]
+    assert result["cpu_per_page_ratio_median"] == pytest.approx(
+        median * pages["base"] / pages["this"], abs=2e-3
+    )

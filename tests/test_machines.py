@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import functools
 import re
 import subprocess
 import sys
@@ -9,7 +11,7 @@ import tomllib
 
 import pytest
 
-from pcplab import engine, machines
+from pcplab import data, engine, experiments, machines
 from pcplab.errors import BadInput
 
 UARCH_KEYS = {
@@ -45,6 +47,63 @@ def _resolve(profile: dict, **spec) -> dict:
     return engine.resolve(request)["machine_detail"]
 
 
+# The publishers and documents uarch.toml cites by name (its short names,
+# such as NV, it declares in its header). A figure from a new one adds it here.
+SOURCES = (
+    "AnandTech",
+    "Chips and Cheese",
+    "GamersNexus",
+    "Intel Architecture Day",
+    "Intel IDF",
+    "Intel SDM",
+    "Intel optimization manual",
+    "AMD Computex",
+    "Microway",
+    "PC Gamer",
+    "PCPer",
+    "ServeTheHome",
+    "The Tech Report",
+    "Tom's Hardware",
+    "WikiChip",
+    "Wikipedia",
+    "/proc/cpuinfo",
+)
+# A figure: a number or a truth of the hardware (not the year, nor a string).
+FIGURE = re.compile(r"^(?!year\b)(\w+) = (true|false|[0-9][0-9.]*)\s*(?:#\s*(.*))?$")
+
+
+@functools.cache
+def _uarch_of(part: str) -> str:
+    """Return the microarchitecture of a CPU part (each part is cited many times)."""
+    return machines.find_uarch(part)[0]
+
+
+def _not_a_source(key, value, note, uarch, short_names) -> str | None:
+    """Say why NOTE is not the source of KEY = VALUE in UARCH's entry (None: it is)."""
+    if note is None:
+        return "no source"
+    if note.startswith("estimate:"):
+        return None if len(note.split()) >= 2 else "an estimate of nothing said"
+    cited = re.match(r"([A-Z][A-Z0-9]+)(:| )", note)
+    if cited and cited.group(1) in short_names:
+        return None
+    if cited and cited.group(2) == ":":
+        return f"{cited.group(1)} is no short name of the header"
+    part = re.match(r"(?:Intel ARK|AMD product page) (.+?)(?: \(|$)", note)
+    if part:  # a vendor's page of one part: a part of this microarchitecture
+        try:
+            found = _uarch_of(part.group(1))
+        except BadInput:
+            return f"{part.group(1)} is no part the table knows"
+        return None if found == uarch else f"{part.group(1)} is a {found}"
+    if key == "meltdown":  # the vendors' lists of affected parts, stated
+        affected = re.search(r"(?<!not )affected", note) is not None
+        return None if affected == (value == "true") else "says the opposite"
+    if key == "ipc" and float(value) == 1.0:  # the unit: a Skylake core's
+        return None if "Skylake" in note or "reference core" in note else "no unit"
+    return None if any(s in note for s in SOURCES) else "names no source"
+
+
 def test_every_uarch_entry_has_every_fact_with_its_source():
     """Each figure of uarch.toml stands with a source comment (or an estimate)."""
     table = machines.uarch_table()
@@ -52,10 +111,29 @@ def test_every_uarch_entry_has_every_fact_with_its_source():
     assert {"skylake-sp", "broadwell-ep", "sapphire-rapids", "zen5"} <= set(uarchs)
     for name, entry in uarchs.items():
         assert UARCH_KEYS <= set(entry), f"{name} lacks {UARCH_KEYS - set(entry)}"
-    figures = re.compile(r"^(\w+_ns|llc_mb|mem_\w+|\w*ghz|meltdown|ipc) = ")
-    for line in machines.UARCH.read_text().splitlines():
-        if figures.match(line):
-            assert "#" in line, f"no source for: {line}"
+    lines = machines.UARCH.read_text().splitlines()
+    short_names = {
+        m.group(1)
+        for m in (re.match(r"#\s+([A-Z][A-Z0-9]+)\s+= ", x) for x in lines)
+        if m
+    }
+    assert {"NV", "ATS", "IPG"} <= short_names
+    uarch, figures, previous = None, 0, ""
+    for line in lines:
+        section = re.match(r'\[(?:cpu\."(.+)"|([\w-]+))\]$', line)
+        if section:  # a CPU model's figures are those of its microarchitecture
+            model, uarch = section.groups()
+            uarch = uarch or table["cpu"][model]["uarch"]
+        figure = FIGURE.match(line)
+        if figure and uarch:
+            key, value, note = figure.groups()
+            if note is None and previous.startswith("#"):  # on the line before
+                note = previous.lstrip("# ")
+            why = _not_a_source(key, value, note, uarch, short_names)
+            assert why is None, f"{why}: {line}"
+            figures += 1
+        previous = line
+    assert figures > 10 * len(uarchs)
 
 
 def test_every_cpu_model_resolves_to_its_own_uarch_only():
@@ -285,10 +363,22 @@ def test_unknown_placement_is_refused():
 
 
 def test_builtin_profiles_name_their_cpu_where_the_reference_does():
-    """Every reference profile but the unknown ones names a CPU model."""
-    for name in ("skylake-ex", "broadwell-ep", "haswell-ep", "sandybridge-desktop"):
-        text = machines.profile_paths()[name].read_text()
-        assert "cpu_model" in tomllib.loads(text)
+    """Each reference machine's profile names the CPU model machines.csv gives it."""
+    mapped = set()  # (reference machine, profile), as the experiments map them
+    for name in experiments.names():
+        table = experiments.load_experiment(name).get("machines")
+        mapped |= set(table.items()) if isinstance(table, dict) else set()
+    with open(data.reference_dir() / "machines.csv", newline="") as f:
+        named = [r for r in csv.DictReader(f) if r["cpu_model"]]
+    assert len(named) >= 5
+    for row in named:
+        # the yafang2024 mail's machine is spelt with a comma in its TOML
+        key = re.sub(r"\W", "", row["machine"])
+        profiles = {p for m, p in mapped if re.sub(r"\W", "", m) == key}
+        assert profiles, row["machine"]
+        for profile in profiles:
+            text = machines.profile_paths()[profile].read_text()
+            assert tomllib.loads(text).get("cpu_model") == row["cpu_model"], profile
 
 
 def test_calibrate_writes_a_profile_of_this_host_that_runs(pcplab, tmp_path):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import tomli_w
 
-from pcplab import data, experiments, fidelity
+from pcplab import data, engine, experiments, fidelity, machines
 from pcplab.experiments._common import heldout_rows
 
 EXPERIMENTS = data.EXPERIMENTS  # the experiments the installed package ships
@@ -175,16 +175,38 @@ def test_aaron2018prefetch_predicts_two_machines_no_fit_has_seen(
     }
     # the unseen machines are in no row the fit reads
     assert not {"Skylake(2S)", "Broadwell(4S)"} & set(fidelity.reference_machines())
-    anchor = rows["Broadwell(2S)"]
     for machine, row in rows.items():
         assert float(row["score_published"]) == both[machine]
-        assert float(row["score"]) > 0
-        assert float(row["ratio"]) == pytest.approx(
-            float(row["score"]) / float(anchor["score"])
-        )
         assert float(row["ratio_published"]) == pytest.approx(
             both[machine] / both["Broadwell(2S)"]
         )
+        # each server runs on a profile of its own family and socket count
+        family, sockets = re.fullmatch(r"(\w+)\((\d)S\)", machine).groups()
+        text = machines.profile_paths()[row["profile"]].read_text()
+        uarch, _, _ = machines.find_uarch(tomllib.loads(text)["cpu_model"])
+        assert family.lower() in uarch, (machine, uarch)
+        profile = machines.load_profile(row["profile"])
+        assert profile["topology"]["sockets"] == int(sockets), machine
+    # the predictions are those profiles' own runs at the thread's 4.18 and
+    # full load, and their ratios are to the anchor's run
+    exp = experiments.load_experiment("aaron2018prefetch")
+    assert (exp["spec"]["workload"], exp["spec"]["kernel"]) == ("page_fault1", "4.18")
+    alone = {
+        machine: engine.run(
+            {
+                "engine": "sim",
+                "machine": machines.load_profile(rows[machine]["profile"]),
+                **exp["spec"],
+                "duration_s": 0.1,
+            }
+        )["throughput"]["ops_per_s"]
+        for machine in ("Broadwell(2S)", "Skylake(2S)", "Broadwell(4S)")
+    }
+    assert len(set(alone.values())) == len(alone)
+    for machine, score in alone.items():
+        assert float(rows[machine]["score"]) == pytest.approx(score, rel=1e-9)
+        ratio = score / alone["Broadwell(2S)"]
+        assert float(rows[machine]["ratio"]) == pytest.approx(ratio, rel=1e-9)
     assert "Broadwell(4S)   lkp-bdw-ex1" in proc.stdout
 
 
@@ -195,7 +217,7 @@ def test_hahn2025_policies(pcplab, tmp_path: Path, monkeypatch) -> None:
         "PCPLAB_EXPERIMENTS", str(_tiny_experiments(tmp_path, {"hahn2025": tiny}))
     )
     out = tmp_path / "report"
-    proc = pcplab("reproduce", "hahn2025", "--quick", "--out", out)
+    proc = pcplab("reproduce", "hahn2025", "--quick", "--out", out, "--seeds", 1)
     assert proc.returncode == 0, proc.stderr
     rows = _csv_rows(out / "hahn2025.csv")
     published = [
@@ -204,12 +226,24 @@ def test_hahn2025_policies(pcplab, tmp_path: Path, monkeypatch) -> None:
         if r["metric"] == "bogo ops/s (real)"
     ]
     assert len(rows) == len(published) + 1  # and the 316-CPU machine
-    for row in rows:
+    # each machine's zone->lock holds per policy: (bucket's lower bound, count)
+    holds: dict[tuple[str, str], list[tuple[int, float]]] = {}
+    for h in _csv_rows(out / "hahn2025_holds.csv"):
+        buckets = holds.setdefault((h["source"], h["policy"]), [])
+        buckets.append((int(h["lo_ns"]), float(h["count"])))
+    for machine in {r["machine"] for r in rows}:
+        mine = [r for r in rows if r["machine"] == machine]
         for policy in ("off", "contended", "batched"):
-            assert float(row[f"bogo_ops_s_{policy}"]) > 0
-            assert int(row[f"holds_over_10ms_{policy}"]) <= int(
-                row[f"holds_over_1ms_{policy}"]
-            )
+            assert all(float(r[f"bogo_ops_s_{policy}"]) > 0 for r in mine)
+            buckets = holds.get((machine, policy), [])
+            for bound, name in ((10**6, "1ms"), (10**7, "10ms")):
+                counted = sum(int(r[f"holds_over_{name}_{policy}"]) for r in mine)
+                over = sum(n for lo, n in buckets if lo >= bound)
+                assert counted == over, (machine, policy, name)
+        # released every pcp->batch pages, the same drains take more holds
+        # than with the lock held through each (off)
+        total = {p: sum(n for _, n in holds[(machine, p)]) for p in ("off", "batched")}
+        assert total["batched"] > total["off"] > 0, machine
     _check_png(out / "hahn2025_hold_times.png")
     _check_index(out)
 
