@@ -17,7 +17,7 @@ from pathlib import Path
 import click
 import pytest
 
-from pcplab import engine, inputs, machines
+from pcplab import engine, inputs, machines, runs
 from pcplab.cli import cli
 from pcplab.errors import BadInput
 
@@ -34,6 +34,10 @@ OVERHEAD = (*OVERHEAD, *FOREVER)
 COMPARE = ("compare", "--workload", "page_fault1", "--tasks", "1", *FOREVER)
 SWEEP = ("sweep", "--machine", "skylake-ex", "--workload", "page_fault1")
 SWEEP = (*SWEEP, "--param", "tasks=1", *FOREVER)
+HOST_ENGINE_SWEEP = ("sweep", "--workload", "page_fault1", "--param", "tasks=1")
+HOST_ENGINE_SWEEP = (*HOST_ENGINE_SWEEP, *FOREVER)
+# An address nothing listens on: a sweep that tries it waits 30 s to connect.
+NOWHERE = ("--scheduler", "tcp://127.0.0.1:1")
 MANUAL = ("pagesets", "--managed-pages", "1000", "--low-wmark", "10", "--cpus", "2")
 FULL_WIDTH_4 = "\uff14"  # '４', which Python's int() takes for 4
 ARABIC_4 = "\u0664"  # '٤'
@@ -186,6 +190,18 @@ CASES: list[tuple[str, str, tuple[str, ...], str]] = [
         "--scale-max-schedule",
     ),
     ("sweep", "--scheduler", (*SWEEP, "--scheduler", "no where"), "--scheduler"),
+    (
+        "sweep",
+        "--scheduler",
+        (*HOST_ENGINE_SWEEP, *NOWHERE, "--engine", "host"),
+        "--scheduler runs on a Dask cluster's workers, but the host engine",
+    ),
+    (
+        "sweep",
+        "--scheduler",
+        (*HOST_ENGINE_SWEEP, *NOWHERE, "--param", "engine=native,host"),
+        "host engine measures this host's kernel",
+    ),
     ("sweep", "--output", (*SWEEP, "--output", "/dev/full"), "--output /dev/full"),
     ("sweep", "--json", (*SWEEP, "--json=1"), "--json"),
     ("sweep", "--csv", (*SWEEP, "--csv", "{tmp}"), "--csv"),
@@ -544,6 +560,16 @@ def test_a_nan_in_an_api_spec_is_bad_input():
     for value in (float("nan"), float("inf")):
         with pytest.raises(BadInput, match="NaN or infinite number; give finite"):
             engine.resolve({"workload": "page_fault1", "tasks": 1, "duration_s": value})
+
+
+def test_the_api_refuses_host_runs_on_a_dask_cluster():
+    """A host spec sent to a scheduler is bad input, refused before connecting."""
+    specs = [
+        {"engine": engine_name, "workload": "page_fault1", "tasks": 1}
+        for engine_name in ("sim", "host")
+    ]
+    with pytest.raises(BadInput, match="the host engine measures this host's"):
+        runs.run_specs(specs, scheduler=NOWHERE[1])
 
 
 def test_repeated_nodes_are_refused_by_the_engine():

@@ -55,6 +55,18 @@ def check_scheduler(address: str | None) -> None:
         )
 
 
+def check_host_placement(specs: Iterable[dict[str, Any]], scheduler: Any) -> None:
+    """Refuse a host-engine spec bound for a Dask cluster: one line, exit 2."""
+    # A cluster's worker would measure its own kernel, not this host's, and
+    # set that machine's sysctls: the host engine runs here or not at all.
+    if scheduler is not None and any(s.get("engine") == "host" for s in specs):
+        raise BadInput(
+            "--scheduler runs on a Dask cluster's workers, but the host engine "
+            "measures this host's kernel; drop --scheduler, or run --engine sim "
+            "or native on the cluster"
+        )
+
+
 def parse_param(text: str) -> tuple[str, list[Any]]:
     """Parse "batch=31,63,127" into ("batch", [31, 63, 127])."""
     key, sep, values = text.partition("=")
@@ -129,6 +141,7 @@ def run_specs(
 ) -> list[dict[str, Any]]:
     """Run every spec, JOBS at a time (or on a Dask cluster); results in order."""
     specs = list(specs)
+    check_host_placement(specs, scheduler)
     bar = progress.bar(len(specs), desc)
     try:
         if scheduler is not None:
