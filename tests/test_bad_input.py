@@ -42,6 +42,9 @@ MANUAL = ("pagesets", "--managed-pages", "1000", "--low-wmark", "10", "--cpus", 
 FULL_WIDTH_4 = "\uff14"  # '４', which Python's int() takes for 4
 ARABIC_4 = "\u0664"  # '٤'
 
+# /etc by a path of .. from the test's directory (.. of / is / again).
+ETC = "{tmp}" + "/.." * 64 + "/etc"
+
 TUNE = ("tune", "--machine", "skylake-ex", "--workload", "page_fault1")
 TUNE = (*TUNE, "--budget", "rmqueue_bulk.p99=1ms", "--duration", "3600")
 
@@ -151,6 +154,7 @@ CASES: list[tuple[str, str, tuple[str, ...], str]] = [
     ),
     ("fit", "--out", ("fit", "--out", "/proc/fit"), "--out /proc/fit"),
     ("fit", "--out", ("fit", "--out", "/dev/full"), "not a directory"),
+    ("fit", "--out", ("fit", "--out", ETC), "is /etc, a directory of the system"),
     ("fit", "--reference", ("fit", "--reference", "{tmp}"), "machines.csv"),
     ("fit", "--help", ("fit", "--help=1"), "--help"),
     # reproduce
@@ -158,6 +162,7 @@ CASES: list[tuple[str, str, tuple[str, ...], str]] = [
     ("reproduce", "--quick", ("reproduce", "--quick=1"), "--quick"),
     ("reproduce", "--out", ("reproduce", "--out", "/proc/report"), "--out /proc"),
     ("reproduce", "--out", ("reproduce", "--out", "/dev/full"), "not a directory"),
+    ("reproduce", "--out", ("reproduce", "--out", ETC), "is /etc, a directory of"),
     ("reproduce", "--jobs", ("reproduce", "--jobs", "0"), "--jobs"),
     (
         "reproduce",
@@ -180,9 +185,17 @@ CASES: list[tuple[str, str, tuple[str, ...], str]] = [
     ("sweep", "--param", (*SWEEP, "--param", "batch"), "--param"),
     ("sweep", "--param", (*SWEEP, "--param", f"tasks={FULL_WIDTH_4}"), "tasks"),
     ("sweep", "--param", (*SWEEP, "--param", "bogus=1"), "bogus"),
+    ("sweep", "--param", (*SWEEP, "--param", "batch=31,,63"), "an empty value"),
+    ("sweep", "--param", (*SWEEP, "--param", "tasks=2"), "sets tasks twice"),
     ("sweep", "--duration", (*SWEEP, "--duration", "0"), "duration_s 0"),
     ("sweep", "--warmup", (*SWEEP, "--warmup", "1e-4"), "warmup_s"),
     ("sweep", "--jobs", (*SWEEP, "--jobs", "0"), "--jobs"),
+    (
+        "sweep",
+        "--jobs",
+        (*HOST_ENGINE_SWEEP, "--engine", "host", "--jobs", "2"),
+        "--jobs 2 .*host engine measures this host's one kernel, one run at a time",
+    ),
     (
         "sweep",
         "--scale-max-schedule",
@@ -494,6 +507,29 @@ def test_a_file_name_with_a_line_break_stays_one_line(bad_input, tmp_path):
     """A file name holding a newline is shown escaped, not on two lines."""
     line = bad_input(*SIM[:4], str(tmp_path / "a\nb.toml"), *SIM_RUN[5:])
     assert "a\\nb.toml" in line
+
+
+def test_reproduce_checks_a_machine_profile_whole_before_it_starts(bad_input, tmp_path):
+    """A profile only the engine refuses (3 SMT threads) is refused up front.
+
+    aaron2018's --machine was only loaded, so the engine refused it at its
+    first run, 25 s in, and left --out behind empty.
+    """
+    profile = tmp_path / "smt3.toml"
+    profile.write_text(TOPOLOGY.replace("smt = 2", "smt = 3"))
+    out = tmp_path / "rep"
+    line = bad_input(
+        "reproduce",
+        "aaron2018",
+        "--quick",
+        "--machine",
+        profile,
+        "--out",
+        out,
+        timeout=10,
+    )
+    assert "'smt' = 3 is no SMT width" in line
+    assert not out.exists()
 
 
 @pytest.mark.parametrize(

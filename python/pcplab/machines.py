@@ -17,6 +17,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from pcplab import engine
 from pcplab.errors import BadInput
 
 BUILTIN = Path(__file__).resolve().parent / "machines"
@@ -364,6 +365,18 @@ def load_profile(name: str) -> dict[str, Any]:
         if key in profile:
             spec[key] = profile[key]
     return spec
+
+
+def check_profile(name: str) -> dict[str, Any]:
+    """Return profile NAME once the sim engine has checked it whole, as a run would.
+
+    load_profile checks keys and types; the ranges, the SMT width and how
+    the topology splits into nodes are the engine's, which would otherwise
+    refuse the profile only when its first run starts.
+    """
+    profile = load_profile(name)
+    engine.resolve({"engine": "sim", "workload": "page_fault1", "machine": profile})
+    return profile
 
 
 def describe() -> list[dict[str, Any]]:

@@ -27,7 +27,7 @@ from pcplab.runs import (
     check_scheduler,
     grid,
     materialize,
-    parse_param,
+    parse_params,
     run_specs,
 )
 from pcplab.spec_keys import option
@@ -124,7 +124,7 @@ def sweep_command(
     )
     engine.engine_binary(engine_name)
     check_scheduler(scheduler)
-    parsed = [parse_param(p) for p in params]
+    parsed = parse_params(params, "--param")
     base: dict[str, Any] = {"engine": engine_name, "workload": workload}
     if machine is not None:
         machines.load_profile(machine)  # refuse an unknown profile early
@@ -140,7 +140,7 @@ def sweep_command(
     points = grid(parsed)
     specs = [{**base, **point} for point in points]
     # run_specs refuses this too, but only after every point is resolved.
-    check_host_placement(specs, scheduler)
+    check_host_placement(specs, scheduler, jobs)
     runs = runs_per_point([s["engine"] for s in specs], seeds, repeat)
     layout = layout or ("lkp" if runs > 1 else "table")
     if schedule is not None and any(s.get("engine") == "host" for s in specs):
