@@ -469,7 +469,17 @@ BAD_PROFILES = [
     (TOPOLOGY, "", r"has no \[topology\]"),
     ("", '[costs]\nclear_page_ns = "fast"', r"\[costs\] clear_page_ns = \"fast\""),
     ("", "[costs]\nclear_page_ns = true", r"\[costs\] clear_page_ns = true"),
-    ("", "[costs]\nclear_page_ns = -1", r"\[costs\] clear_page_ns = -1.*0 or more"),
+    ("", "[costs]\nclear_page_ns = -1", r"'clear_page_ns' = -1 is out of range"),
+    (
+        "",
+        "[costs]\nfault_base_ns = 1e308",
+        r"'fault_base_ns' = 1e\+308 is out of range; allowed 0\.\.100000",
+    ),
+    (
+        "",
+        "[costs]\nmmap_ns = 2e6",
+        r"'mmap_ns' = 2e\+06 is out of range; allowed 0\.\.1e",
+    ),
     ("", "[costs]\nzone_lock_ns = 3", r"unknown cost 'zone_lock_ns' in \[costs\]"),
     (
         "[topology]",
