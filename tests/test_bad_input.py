@@ -12,11 +12,13 @@ from __future__ import annotations
 import errno
 import os
 import re
+import subprocess
 from pathlib import Path
 
 import click
 import pytest
 
+from conftest import BAD_INPUT_LINE
 from pcplab import engine, inputs, machines, runs
 from pcplab.cli import cli
 from pcplab.errors import BadInput
@@ -564,6 +566,73 @@ def test_the_engine_refuses_a_bad_topology_itself(change, named):
     line = caught.value.line
     assert re.fullmatch(r"pcplab: error: machine profile: .*; .*", line), line
     assert re.search(named, line), line
+
+
+# --- the engines' JSON and command line, read without the front end -----
+
+ENGINE_REQUESTS = [
+    (
+        '{"workload": "page_fault1", "tasks": 1, "workload": "nosuch"}',
+        "the request gives key 'workload' twice; give each key once",
+    ),
+    (
+        '{"workload": "page_fault1\\u0000x", "tasks": 1}',
+        r"a string of the request holds a NUL \(\\u0000\); give strings",
+    ),
+    (
+        '{"workload": "page_fault1", "tasks": 1, "args": {"x": 1, "x": 2}}',
+        "the request gives key 'x' twice",
+    ),
+]
+
+
+@pytest.mark.parametrize("engine_name", ["native", "sim", "host"])
+@pytest.mark.parametrize(("request_text", "named"), ENGINE_REQUESTS)
+def test_engines_refuse_repeated_keys_and_nul_characters(
+    engine_name, request_text, named
+):
+    """A key given twice or a NUL in a string: one line and exit 2 from the engine.
+
+    cJSON keeps both copies of a key (its lookups see the first) and ends a
+    C string at an escaped NUL, so neither would otherwise be noticed.
+    """
+    binary = engine.engine_binary(engine_name)
+    proc = subprocess.run(
+        [binary, "resolve"],
+        input=request_text,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    assert proc.stdout == ""
+    (line,) = proc.stderr.splitlines()
+    assert BAD_INPUT_LINE.match(line) and re.search(named, line), line
+
+
+def test_an_escaped_backslash_before_u0000_is_no_nul():
+    """An escaped backslash before u0000 is text, not a NUL: not refused as one."""
+    spec = {"workload": "page_fault1", "tasks": 1, "args": {"a\\u0000": 1}}
+    with pytest.raises(BadInput, match="takes no args"):
+        engine.resolve(spec)
+
+
+@pytest.mark.parametrize("ops", ["-5", "0", "1000000001", "4x", ""])
+def test_proptest_refuses_a_bad_ops_count(ops):
+    """The --ops of proptest is an integer in 1..1e9; else one line and exit 2."""
+    proc = subprocess.run(
+        [engine.engine_binary("native"), "proptest", "--ops", ops],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    assert proc.stdout == ""
+    (line,) = proc.stderr.splitlines()
+    assert BAD_INPUT_LINE.match(line), line
+    assert f"--ops '{ops}' is no integer in range; allowed 1..1000000000" in line
 
 
 # --- high against batch, durations, nodes: the engines' spec parsers ------
