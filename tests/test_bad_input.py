@@ -12,12 +12,14 @@ from __future__ import annotations
 import errno
 import os
 import re
+import subprocess
 from pathlib import Path
 
 import click
 import pytest
 
-from pcplab import engine, inputs, machines
+from conftest import BAD_INPUT_LINE
+from pcplab import engine, inputs, machines, runs
 from pcplab.cli import cli
 from pcplab.errors import BadInput
 
@@ -34,9 +36,16 @@ OVERHEAD = (*OVERHEAD, *FOREVER)
 COMPARE = ("compare", "--workload", "page_fault1", "--tasks", "1", *FOREVER)
 SWEEP = ("sweep", "--machine", "skylake-ex", "--workload", "page_fault1")
 SWEEP = (*SWEEP, "--param", "tasks=1", *FOREVER)
+HOST_ENGINE_SWEEP = ("sweep", "--workload", "page_fault1", "--param", "tasks=1")
+HOST_ENGINE_SWEEP = (*HOST_ENGINE_SWEEP, *FOREVER)
+# An address nothing listens on: a sweep that tries it waits 30 s to connect.
+NOWHERE = ("--scheduler", "tcp://127.0.0.1:1")
 MANUAL = ("pagesets", "--managed-pages", "1000", "--low-wmark", "10", "--cpus", "2")
 FULL_WIDTH_4 = "\uff14"  # '４', which Python's int() takes for 4
 ARABIC_4 = "\u0664"  # '٤'
+
+# /etc by a path of .. from the test's directory (.. of / is / again).
+ETC = "{tmp}" + "/.." * 64 + "/etc"
 
 TUNE = ("tune", "--machine", "skylake-ex", "--workload", "page_fault1")
 TUNE = (*TUNE, "--budget", "rmqueue_bulk.p99=1ms", "--duration", "3600")
@@ -147,6 +156,7 @@ CASES: list[tuple[str, str, tuple[str, ...], str]] = [
     ),
     ("fit", "--out", ("fit", "--out", "/proc/fit"), "--out /proc/fit"),
     ("fit", "--out", ("fit", "--out", "/dev/full"), "not a directory"),
+    ("fit", "--out", ("fit", "--out", ETC), "is /etc, a directory of the system"),
     ("fit", "--reference", ("fit", "--reference", "{tmp}"), "machines.csv"),
     ("fit", "--help", ("fit", "--help=1"), "--help"),
     # reproduce
@@ -154,6 +164,7 @@ CASES: list[tuple[str, str, tuple[str, ...], str]] = [
     ("reproduce", "--quick", ("reproduce", "--quick=1"), "--quick"),
     ("reproduce", "--out", ("reproduce", "--out", "/proc/report"), "--out /proc"),
     ("reproduce", "--out", ("reproduce", "--out", "/dev/full"), "not a directory"),
+    ("reproduce", "--out", ("reproduce", "--out", ETC), "is /etc, a directory of"),
     ("reproduce", "--jobs", ("reproduce", "--jobs", "0"), "--jobs"),
     (
         "reproduce",
@@ -176,9 +187,17 @@ CASES: list[tuple[str, str, tuple[str, ...], str]] = [
     ("sweep", "--param", (*SWEEP, "--param", "batch"), "--param"),
     ("sweep", "--param", (*SWEEP, "--param", f"tasks={FULL_WIDTH_4}"), "tasks"),
     ("sweep", "--param", (*SWEEP, "--param", "bogus=1"), "bogus"),
+    ("sweep", "--param", (*SWEEP, "--param", "batch=31,,63"), "an empty value"),
+    ("sweep", "--param", (*SWEEP, "--param", "tasks=2"), "sets tasks twice"),
     ("sweep", "--duration", (*SWEEP, "--duration", "0"), "duration_s 0"),
     ("sweep", "--warmup", (*SWEEP, "--warmup", "1e-4"), "warmup_s"),
     ("sweep", "--jobs", (*SWEEP, "--jobs", "0"), "--jobs"),
+    (
+        "sweep",
+        "--jobs",
+        (*HOST_ENGINE_SWEEP, "--engine", "host", "--jobs", "2"),
+        "--jobs 2 .*host engine measures this host's one kernel, one run at a time",
+    ),
     (
         "sweep",
         "--scale-max-schedule",
@@ -186,6 +205,18 @@ CASES: list[tuple[str, str, tuple[str, ...], str]] = [
         "--scale-max-schedule",
     ),
     ("sweep", "--scheduler", (*SWEEP, "--scheduler", "no where"), "--scheduler"),
+    (
+        "sweep",
+        "--scheduler",
+        (*HOST_ENGINE_SWEEP, *NOWHERE, "--engine", "host"),
+        "--scheduler runs on a Dask cluster's workers, but the host engine",
+    ),
+    (
+        "sweep",
+        "--scheduler",
+        (*HOST_ENGINE_SWEEP, *NOWHERE, "--param", "engine=native,host"),
+        "host engine measures this host's kernel",
+    ),
     ("sweep", "--output", (*SWEEP, "--output", "/dev/full"), "--output /dev/full"),
     ("sweep", "--json", (*SWEEP, "--json=1"), "--json"),
     ("sweep", "--csv", (*SWEEP, "--csv", "{tmp}"), "--csv"),
@@ -440,7 +471,17 @@ BAD_PROFILES = [
     (TOPOLOGY, "", r"has no \[topology\]"),
     ("", '[costs]\nclear_page_ns = "fast"', r"\[costs\] clear_page_ns = \"fast\""),
     ("", "[costs]\nclear_page_ns = true", r"\[costs\] clear_page_ns = true"),
-    ("", "[costs]\nclear_page_ns = -1", r"\[costs\] clear_page_ns = -1.*0 or more"),
+    ("", "[costs]\nclear_page_ns = -1", r"'clear_page_ns' = -1 is out of range"),
+    (
+        "",
+        "[costs]\nfault_base_ns = 1e308",
+        r"'fault_base_ns' = 1e\+308 is out of range; allowed 0\.\.100000",
+    ),
+    (
+        "",
+        "[costs]\nmmap_ns = 2e6",
+        r"'mmap_ns' = 2e\+06 is out of range; allowed 0\.\.1e",
+    ),
     ("", "[costs]\nzone_lock_ns = 3", r"unknown cost 'zone_lock_ns' in \[costs\]"),
     (
         "[topology]",
@@ -480,6 +521,29 @@ def test_a_file_name_with_a_line_break_stays_one_line(bad_input, tmp_path):
     assert "a\\nb.toml" in line
 
 
+def test_reproduce_checks_a_machine_profile_whole_before_it_starts(bad_input, tmp_path):
+    """A profile only the engine refuses (3 SMT threads) is refused up front.
+
+    aaron2018's --machine was only loaded, so the engine refused it at its
+    first run, 25 s in, and left --out behind empty.
+    """
+    profile = tmp_path / "smt3.toml"
+    profile.write_text(TOPOLOGY.replace("smt = 2", "smt = 3"))
+    out = tmp_path / "rep"
+    line = bad_input(
+        "reproduce",
+        "aaron2018",
+        "--quick",
+        "--machine",
+        profile,
+        "--out",
+        out,
+        timeout=10,
+    )
+    assert "'smt' = 3 is no SMT width" in line
+    assert not out.exists()
+
+
 @pytest.mark.parametrize(
     ("change", "named"),
     [
@@ -502,6 +566,73 @@ def test_the_engine_refuses_a_bad_topology_itself(change, named):
     line = caught.value.line
     assert re.fullmatch(r"pcplab: error: machine profile: .*; .*", line), line
     assert re.search(named, line), line
+
+
+# --- the engines' JSON and command line, read without the front end -----
+
+ENGINE_REQUESTS = [
+    (
+        '{"workload": "page_fault1", "tasks": 1, "workload": "nosuch"}',
+        "the request gives key 'workload' twice; give each key once",
+    ),
+    (
+        '{"workload": "page_fault1\\u0000x", "tasks": 1}',
+        r"a string of the request holds a NUL \(\\u0000\); give strings",
+    ),
+    (
+        '{"workload": "page_fault1", "tasks": 1, "args": {"x": 1, "x": 2}}',
+        "the request gives key 'x' twice",
+    ),
+]
+
+
+@pytest.mark.parametrize("engine_name", ["native", "sim", "host"])
+@pytest.mark.parametrize(("request_text", "named"), ENGINE_REQUESTS)
+def test_engines_refuse_repeated_keys_and_nul_characters(
+    engine_name, request_text, named
+):
+    """A key given twice or a NUL in a string: one line and exit 2 from the engine.
+
+    cJSON keeps both copies of a key (its lookups see the first) and ends a
+    C string at an escaped NUL, so neither would otherwise be noticed.
+    """
+    binary = engine.engine_binary(engine_name)
+    proc = subprocess.run(
+        [binary, "resolve"],
+        input=request_text,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    assert proc.stdout == ""
+    (line,) = proc.stderr.splitlines()
+    assert BAD_INPUT_LINE.match(line) and re.search(named, line), line
+
+
+def test_an_escaped_backslash_before_u0000_is_no_nul():
+    """An escaped backslash before u0000 is text, not a NUL: not refused as one."""
+    spec = {"workload": "page_fault1", "tasks": 1, "args": {"a\\u0000": 1}}
+    with pytest.raises(BadInput, match="takes no args"):
+        engine.resolve(spec)
+
+
+@pytest.mark.parametrize("ops", ["-5", "0", "1000000001", "4x", ""])
+def test_proptest_refuses_a_bad_ops_count(ops):
+    """The --ops of proptest is an integer in 1..1e9; else one line and exit 2."""
+    proc = subprocess.run(
+        [engine.engine_binary("native"), "proptest", "--ops", ops],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    assert proc.stdout == ""
+    (line,) = proc.stderr.splitlines()
+    assert BAD_INPUT_LINE.match(line), line
+    assert f"--ops '{ops}' is no integer in range; allowed 1..1000000000" in line
 
 
 # --- high against batch, durations, nodes: the engines' spec parsers ------
@@ -544,6 +675,16 @@ def test_a_nan_in_an_api_spec_is_bad_input():
     for value in (float("nan"), float("inf")):
         with pytest.raises(BadInput, match="NaN or infinite number; give finite"):
             engine.resolve({"workload": "page_fault1", "tasks": 1, "duration_s": value})
+
+
+def test_the_api_refuses_host_runs_on_a_dask_cluster():
+    """A host spec sent to a scheduler is bad input, refused before connecting."""
+    specs = [
+        {"engine": engine_name, "workload": "page_fault1", "tasks": 1}
+        for engine_name in ("sim", "host")
+    ]
+    with pytest.raises(BadInput, match="the host engine measures this host's"):
+        runs.run_specs(specs, scheduler=NOWHERE[1])
 
 
 def test_repeated_nodes_are_refused_by_the_engine():

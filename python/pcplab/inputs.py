@@ -27,6 +27,29 @@ INTEGER = re.compile(r"[+-]?[0-9]+")
 DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 # Where the kernel's own files live: results are never written there.
 KERNEL_FILESYSTEMS = ("/proc", "/sys")
+# The system's own directories: an --out directory gets a dozen files named
+# by the command (index.md, constants.toml, ...), never in one of these.
+SYSTEM_DIRECTORIES = (
+    "/",
+    "/bin",
+    "/boot",
+    "/dev",
+    "/etc",
+    "/lib",
+    "/lib64",
+    "/opt",
+    "/run",
+    "/sbin",
+    "/usr",
+    "/usr/bin",
+    "/usr/lib",
+    "/usr/local",
+    "/usr/local/bin",
+    "/usr/sbin",
+    "/usr/share",
+    "/var",
+    "/var/lib",
+)
 
 
 class _Ascii:
@@ -234,6 +257,14 @@ def check_output_dir(path: str, option: str) -> Path:
     """
     if not path:
         raise BadInput(f"{option} is empty; give a directory")
+    real = os.path.realpath(path)
+    if real in SYSTEM_DIRECTORIES:
+        raise _refuse(
+            option,
+            path,
+            f"is {real}, a directory of the system",
+            "give a directory of your own, e.g. report",
+        )
     directory = Path(path)
     _make_directory(option, path, directory)
     fd, probe = -1, ""

@@ -17,6 +17,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from pcplab import engine
 from pcplab.errors import BadInput
 
 BUILTIN = Path(__file__).resolve().parent / "machines"
@@ -58,7 +59,8 @@ HARDWARE_FLAGS = ("meltdown", "erms", "vm_guest")
 TOPOLOGY_INTEGERS = ("sockets", "numa_nodes", "cores_per_socket", "smt")
 TOPOLOGY_NUMBERS = ("ghz", "memory_gb")
 TOPOLOGY_KEYS = (*TOPOLOGY_INTEGERS, *TOPOLOGY_NUMBERS)
-# [costs]: a measured cost in ns replaces the derived one (src/arch/sim/machine.c).
+# [costs]: a measured cost in ns replaces the derived one; the engine checks
+# their ranges (cost_keys of src/arch/sim/machine.c).
 COST_NAMES = (
     "fault_base_ns",
     "clear_page_ns",
@@ -222,17 +224,17 @@ def _check_topology(path: Path, topology: dict[str, Any]) -> None:
 
 
 def _check_costs(path: Path, costs: dict[str, Any]) -> None:
-    """Refuse unknown cost names and costs that are no number of ns >= 0."""
+    """Refuse unknown cost names and costs that are no number (ranges: the engine)."""
     for key, value in costs.items():
         if key not in COST_NAMES:
             raise BadInput(
                 f"machine profile {path}: unknown cost '{key}' in [costs]; "
                 f"allowed: {', '.join(COST_NAMES)}"
             )
-        if not _is_number(value) or value < 0:
+        if not _is_number(value):
             raise BadInput(
                 f"machine profile {path}: [costs] {key} = {_shown(value)} is not a "
-                "cost; allowed a number of ns, 0 or more"
+                "cost; allowed a number of ns"
             )
 
 
@@ -364,6 +366,18 @@ def load_profile(name: str) -> dict[str, Any]:
         if key in profile:
             spec[key] = profile[key]
     return spec
+
+
+def check_profile(name: str) -> dict[str, Any]:
+    """Return profile NAME once the sim engine has checked it whole, as a run would.
+
+    load_profile checks keys and types; the ranges, the SMT width and how
+    the topology splits into nodes are the engine's, which would otherwise
+    refuse the profile only when its first run starts.
+    """
+    profile = load_profile(name)
+    engine.resolve({"engine": "sim", "workload": "page_fault1", "machine": profile})
+    return profile
 
 
 def describe() -> list[dict[str, Any]]:

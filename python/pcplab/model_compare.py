@@ -16,21 +16,18 @@ from pcplab import engine
 from pcplab.comparison import columns_of, render, statistics
 from pcplab.errors import BadInput
 from pcplab.repeats import expand, regroup
-from pcplab.runs import materialize, parse_param, run_specs
+from pcplab.runs import materialize, parse_params, run_specs
 
 
 def parse_keys(texts: Sequence[str], option: str) -> dict[str, Any]:
     """Parse repeated KEY=VALUE options into spec keys (one value each)."""
     keys: dict[str, Any] = {}
-    for text in texts:
-        key, values = parse_param(text)
+    for text, (key, values) in zip(texts, parse_params(texts, option), strict=True):
         if len(values) != 1:
             raise BadInput(
                 f"{option} {text!r} gives {len(values)} values; give one KEY=VALUE "
                 f"per {option}, e.g. {option} batch=63 (a grid is pcplab sweep's)"
             )
-        if key in keys:
-            raise BadInput(f"{option} sets {key} twice; give each key once")
         keys[key] = values[0]
     return keys
 

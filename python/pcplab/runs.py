@@ -55,18 +55,58 @@ def check_scheduler(address: str | None) -> None:
         )
 
 
+def check_host_placement(
+    specs: Iterable[dict[str, Any]], scheduler: Any, jobs: int = 1
+) -> None:
+    """Refuse host-engine specs bound for a Dask cluster or run JOBS at once."""
+    if not any(s.get("engine") == "host" for s in specs):
+        return
+    # A cluster's worker would measure its own kernel, not this host's, and
+    # set that machine's sysctls: the host engine runs here or not at all.
+    if scheduler is not None:
+        raise BadInput(
+            "--scheduler runs on a Dask cluster's workers, but the host engine "
+            "measures this host's kernel; drop --scheduler, or run --engine sim "
+            "or native on the cluster"
+        )
+    # One kernel: two host runs at once would share its zones and sysctls
+    # (and the engine's front end handles signals in the main thread only).
+    if jobs > 1:
+        raise BadInput(
+            f"--jobs {jobs} runs points at once, but the host engine measures "
+            "this host's one kernel, one run at a time; give --jobs 1 with the "
+            "host engine"
+        )
+
+
 def parse_param(text: str) -> tuple[str, list[Any]]:
     """Parse "batch=31,63,127" into ("batch", [31, 63, 127])."""
     key, sep, values = text.partition("=")
-    parts = [part for part in values.split(",") if part.strip()]
-    if not sep or not key.strip() or not parts:
+    parts = values.split(",")
+    if not sep or not key.strip() or not values.strip():
         raise BadInput(
             f"--param {text!r} is not KEY=V1,V2,...; give e.g. batch=31,63,127"
+        )
+    if not all(part.strip() for part in parts):
+        raise BadInput(
+            f"--param {text!r} has an empty value between its commas; give "
+            "values separated by single commas, e.g. batch=31,63"
         )
     key = key.strip()
     if key in spec_keys.string_keys():  # a kernel "6.6" is no number
         return key, [part.strip() for part in parts]
     return key, [_value(part) for part in parts]
+
+
+def parse_params(texts: Iterable[str], option: str) -> list[tuple[str, list[Any]]]:
+    """Parse every KEY=V1,V2 of OPTION; refuse a key given twice."""
+    parsed: dict[str, list[Any]] = {}
+    for text in texts:
+        key, values = parse_param(text)
+        if key in parsed:
+            raise BadInput(f"{option} sets {key} twice; give each key once")
+        parsed[key] = values
+    return list(parsed.items())
 
 
 def grid(params: Sequence[tuple[str, Sequence[Any]]]) -> list[dict[str, Any]]:
@@ -129,6 +169,7 @@ def run_specs(
 ) -> list[dict[str, Any]]:
     """Run every spec, JOBS at a time (or on a Dask cluster); results in order."""
     specs = list(specs)
+    check_host_placement(specs, scheduler, jobs)
     bar = progress.bar(len(specs), desc)
     try:
         if scheduler is not None:

@@ -23,10 +23,11 @@ from pcplab.policies import PolicyOption
 from pcplab.repeat_cli import repeat_options
 from pcplab.repeats import expand, regroup, runs_per_point
 from pcplab.runs import (
+    check_host_placement,
     check_scheduler,
     grid,
     materialize,
-    parse_param,
+    parse_params,
     run_specs,
 )
 from pcplab.spec_keys import option
@@ -76,7 +77,11 @@ def _step_metrics(result: dict[str, Any]) -> dict[str, Any]:
 @timing_options
 @schedule_option()
 @jobs_option(1)
-@click.option("--scheduler", metavar="ADDRESS", help="Run on this Dask cluster.")
+@click.option(
+    "--scheduler",
+    metavar="ADDRESS",
+    help="Run on this Dask cluster (sim and native engines only).",
+)
 @repeat_options
 @click.option(
     "--format",
@@ -119,7 +124,7 @@ def sweep_command(
     )
     engine.engine_binary(engine_name)
     check_scheduler(scheduler)
-    parsed = [parse_param(p) for p in params]
+    parsed = parse_params(params, "--param")
     base: dict[str, Any] = {"engine": engine_name, "workload": workload}
     if machine is not None:
         machines.load_profile(machine)  # refuse an unknown profile early
@@ -134,6 +139,8 @@ def sweep_command(
         base["scale_max_schedule"] = schedule
     points = grid(parsed)
     specs = [{**base, **point} for point in points]
+    # run_specs refuses this too, but only after every point is resolved.
+    check_host_placement(specs, scheduler, jobs)
     runs = runs_per_point([s["engine"] for s in specs], seeds, repeat)
     layout = layout or ("lkp" if runs > 1 else "table")
     if schedule is not None and any(s.get("engine") == "host" for s in specs):

@@ -92,6 +92,8 @@ int pagesets_main(const char *text, char *err)
 			"the pagesets request is not a JSON object; give {\"zones\": [...]} as docs/engine-protocol.md says");
 		goto out;
 	}
+	if (spec_json_check(req, text, err))
+		goto out;
 	kernel = cJSON_GetObjectItemCaseSensitive(req, "kernel");
 	if (kernel && !cJSON_IsNull(kernel) && !cJSON_IsString(kernel)) {
 		snprintf(err, ERRLEN, "kernel must be a string; known: %s",

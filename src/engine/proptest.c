@@ -15,6 +15,8 @@
  *
  * Prints one JSON line; exit 0, or 3 with the violations listed.
  */
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,12 +182,47 @@ static const char *arg_str(int argc, char **argv, const char *name,
 	return def;
 }
 
+/* The counted options of proptest: each one's default and range. */
+enum { COUNT_OPS, COUNT_CPUS, COUNT_CHECK_EVERY, NR_COUNTS };
+static const struct proptest_count {
+	const char *name;
+	long def, lo, hi;
+} proptest_counts[NR_COUNTS] = {
+	[COUNT_OPS] = { "--ops", 1000000, 1, 1000000000 },
+	[COUNT_CPUS] = { "--cpus", 4, 1, NR_CPUS },
+	[COUNT_CHECK_EVERY] = { "--check-every", 20000, 1, LONG_MAX },
+};
+
+/*
+ * Row @c of proptest_counts from the command line into @out, written in
+ * decimal ASCII digits and within its range; -1 after one line on stderr.
+ */
+static int arg_count(int argc, char **argv, const struct proptest_count *c,
+		     long *out)
+{
+	const char *text = arg_str(argc, argv, c->name, NULL);
+	char *end;
+
+	*out = c->def;
+	if (!text)
+		return 0;
+	errno = 0;
+	*out = strtol(text, &end, 10);
+	if (!*text || *end || errno ||
+	    strspn(text, "+-0123456789") != strlen(text) || *out < c->lo ||
+	    *out > c->hi) {
+		fprintf(stderr,
+			"pcplab: error: proptest %s '%.40s' is no integer in range; allowed %ld..%ld\n",
+			c->name, text, c->lo, c->hi);
+		return -1;
+	}
+	return 0;
+}
+
 /* The proptest command: run, check, print a JSON summary. */
 int proptest_main(int argc, char **argv)
 {
-	long ops = arg_long(argc, argv, "--ops", 1000000);
-	long cpus = arg_long(argc, argv, "--cpus", 4);
-	long every = arg_long(argc, argv, "--check-every", 20000);
+	long count[NR_COUNTS], ops, cpus, every;
 	struct zone_desc zd = {
 		0, ZONE_NORMAL,
 		(unsigned long)arg_long(argc, argv, "--memory-mib", 48) << 8
@@ -195,13 +232,19 @@ int proptest_main(int argc, char **argv)
 	const struct kernel_gen *gen;
 	struct zone *zone;
 
+	for (int i = 0; i < NR_COUNTS; i++)
+		if (arg_count(argc, argv, &proptest_counts[i], &count[i]))
+			return 2;
+	ops = count[COUNT_OPS];
+	cpus = count[COUNT_CPUS];
+	every = count[COUNT_CHECK_EVERY];
 	gen = find_kernel_gen(arg_str(argc, argv, "--kernel", "6.18"));
 	policy = find_pcp_policy(arg_str(argc, argv, "--policy", "default"));
-	if (!gen || !policy || cpus < 1 || cpus > NR_CPUS || every < 1 ||
+	if (!gen || !policy ||
 	    (policy->needs_high_autotune && !gen->high_autotune)) {
 		fprintf(stderr,
-			"pcplab: error: proptest takes --kernel (%s), --policy (%s; those moving high need 6.18+), --cpus 1..%d, --check-every >= 1\n",
-			kernel_gen_names(), pcp_policy_names(), NR_CPUS);
+			"pcplab: error: proptest takes --kernel (%s), --policy (%s; those moving high need 6.18+)\n",
+			kernel_gen_names(), pcp_policy_names());
 		return 2;
 	}
 	pcp_policy.gen = *gen;

@@ -348,7 +348,8 @@ int spec_parse(const char *text, struct spec *spec, char *err)
 		     "the spec is not a JSON object; give {\"workload\": ..., \"tasks\": ...}");
 		goto out;
 	}
-	if (spec_keys_check(o, this_engine(), err) ||
+	if (spec_json_check(o, text, err) ||
+	    spec_keys_check(o, this_engine(), err) ||
 	    spec_keys_parse(o, spec_fields, spec, err) ||
 	    parse_names(o, spec, err) || parse_schedule(o, spec, err) ||
 	    check_knobs(o, spec, err) ||

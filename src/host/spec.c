@@ -97,7 +97,8 @@ int host_spec_parse(const char *text, struct host_spec *spec, char *err)
 	if (!o || !cJSON_IsObject(o))
 		fail(err,
 		     "the spec is not a JSON object; give {\"workload\": ..., \"tasks\": ...}");
-	else if (!spec_keys_check(o, ENGINE_HOST, err) &&
+	else if (!spec_json_check(o, text, err) &&
+		 !spec_keys_check(o, ENGINE_HOST, err) &&
 		 !spec_keys_parse(o, host_fields, spec, err) &&
 		 !parse_names(o, spec, err) && !parse_sizes(o, spec, err))
 		ret = 0;

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <pcplab/spec_keys.h>
@@ -114,6 +115,79 @@ int spec_keys_check(const cJSON *o, unsigned int engine, char *err)
 			"unknown spec key '%.40s'; allowed for the %s engine: %.360s",
 			item->string, name, taken);
 	}
+	return 0;
+}
+
+/* Whether @text holds the escape \u0000 (a NUL) in a string. */
+static bool has_escaped_nul(const char *text)
+{
+	for (const char *c = text; *c; c++) {
+		if (*c != '\\')
+			continue;
+		if (c[1] == 'u' && !strncmp(c + 2, "0000", 4))
+			return true;
+		if (c[1])
+			c++; /* the escaped one: after \\ a u0000 is text */
+	}
+	return false;
+}
+
+static int compare_names(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/*
+ * The first key given twice in an object of @o, at any depth, into @buf,
+ * control characters shown as '?' (the message is one line); NULL if none.
+ * The names are sorted, so a request of many keys is no quadratic walk.
+ */
+static const char *repeated_key(const cJSON *o, char *buf, size_t len)
+{
+	const char *found = NULL, **names;
+	const cJSON *item;
+	size_t n = 0;
+
+	cJSON_ArrayForEach (item, o) {
+		if (repeated_key(item, buf, len))
+			return buf;
+		n++;
+	}
+	if (!cJSON_IsObject(o) || n < 2)
+		return NULL;
+	names = malloc(n * sizeof(*names));
+	if (!names)
+		return NULL;
+	n = 0;
+	cJSON_ArrayForEach (item, o)
+		names[n++] = item->string;
+	qsort(names, n, sizeof(*names), compare_names);
+	for (size_t i = 1; i < n && !found; i++)
+		if (!strcmp(names[i - 1], names[i]))
+			found = names[i];
+	if (found) {
+		snprintf(buf, len, "%.40s", found);
+		for (char *c = buf; *c; c++)
+			if ((unsigned char)*c < ' ' || *c == 0x7f)
+				*c = '?';
+	}
+	free(names);
+	return found ? buf : NULL;
+}
+
+int spec_json_check(const cJSON *o, const char *text, char *err)
+{
+	char key[48];
+
+	if (repeated_key(o, key, sizeof(key)))
+		return fail(
+			err,
+			"the request gives key '%s' twice; give each key once",
+			key);
+	if (has_escaped_nul(text))
+		return fail(
+			err,
+			"a string of the request holds a NUL (\\u0000); give strings without one");
 	return 0;
 }
 

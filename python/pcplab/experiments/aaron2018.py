@@ -46,7 +46,7 @@ OPTIONS = {
         "--machine",
         "NAME",
         "Also run aaron2018's grid on this profile (model only).",
-        check=machines.load_profile,
+        check=machines.check_profile,
     )
 }
 KINDS = {

@@ -244,6 +244,12 @@ struct spec_field {
 
 /* Refuse a key no row names, or whose row @engine does not take. */
 int spec_keys_check(const cJSON *o, unsigned int engine, char *err);
+/*
+ * Refuse what cJSON takes silently in request @o parsed from @text: a key
+ * given twice in one object (cJSON keeps both, lookups see the first) and
+ * a NUL (\u0000) in a string (C sees the string end there).
+ */
+int spec_json_check(const cJSON *o, const char *text, char *err);
 /* @key's value in @o, NULL when absent or null. */
 const cJSON *spec_key_value(const cJSON *o, enum spec_key_id key);
 /*
