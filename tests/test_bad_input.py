@@ -29,6 +29,8 @@ RUN = ("run", "--workload", "page_fault1", "--tasks", "2", *FOREVER)
 SIM = ("run", "--engine", "sim", "--machine", "skylake-ex", "--workload")
 SIM_RUN = (*SIM, "page_fault1", "--tasks", "2", *FOREVER)
 HOST_RUN = ("host", "run", "--workload", "page_fault1", "--tasks", "1", *FOREVER)
+RESTORE = ("host", "restore", "--sysctl")
+HF_NAME = "vm.percpu_pagelist_high_fraction"
 HOST_SWEEP = ("host", "sweep", "--high-fraction", "0", "--workload", "page_fault1")
 HOST_SWEEP = (*HOST_SWEEP, "--tasks", "1", *FOREVER)
 OVERHEAD = ("host", "overhead", "--workload", "page_fault1", "--tasks", "1")
@@ -304,6 +306,14 @@ CASES: list[tuple[str, str, tuple[str, ...], str]] = [
     ("host info", "--json", ("host", "info", "--json=1"), "--json"),
     ("host info", "--help", ("host", "info", "--help=1"), "--help"),
     ("host restore", "--help", ("host", "restore", "--help=1"), "--help"),
+    ("host restore", "--sysctl", (*RESTORE, "vm.swappiness=1"), "allowed names"),
+    ("host restore", "--sysctl", (*RESTORE, f"{HF_NAME}=x"), "no number"),
+    (
+        "host restore",
+        "--sysctl",
+        (*RESTORE, f"{HF_NAME}=0", "--sysctl", f"{HF_NAME}=8"),
+        "twice",
+    ),
     ("host run", "--workload", (*HOST_RUN, "--workload", "lock_repairman"), "lock"),
     ("host run", "--tasks", (*HOST_RUN, "--tasks", "0"), "tasks 0"),
     ("host run", "--lock-stats", (*HOST_RUN, "--lock-stats", "bogus"), "--lock-stats"),
@@ -596,19 +606,20 @@ def test_engines_refuse_repeated_keys_and_nul_characters(
     cJSON keeps both copies of a key (its lookups see the first) and ends a
     C string at an escaped NUL, so neither would otherwise be noticed.
     """
-    binary = engine.engine_binary(engine_name)
+    line = _engine_refusal([engine.engine_binary(engine_name), "resolve"], request_text)
+    assert re.search(named, line), line
+
+
+def _engine_refusal(argv: list, stdin: str = "") -> str:
+    """Run an engine binary; check it refused in one line; return the line."""
     proc = subprocess.run(
-        [binary, "resolve"],
-        input=request_text,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
+        argv, input=stdin, capture_output=True, text=True, timeout=30, check=False
     )
     assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
     assert proc.stdout == ""
     (line,) = proc.stderr.splitlines()
-    assert BAD_INPUT_LINE.match(line) and re.search(named, line), line
+    assert BAD_INPUT_LINE.match(line), line
+    return line
 
 
 def test_an_escaped_backslash_before_u0000_is_no_nul():
@@ -621,17 +632,7 @@ def test_an_escaped_backslash_before_u0000_is_no_nul():
 @pytest.mark.parametrize("ops", ["-5", "0", "1000000001", "4x", ""])
 def test_proptest_refuses_a_bad_ops_count(ops):
     """The --ops of proptest is an integer in 1..1e9; else one line and exit 2."""
-    proc = subprocess.run(
-        [engine.engine_binary("native"), "proptest", "--ops", ops],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
-    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
-    assert proc.stdout == ""
-    (line,) = proc.stderr.splitlines()
-    assert BAD_INPUT_LINE.match(line), line
+    line = _engine_refusal([engine.engine_binary("native"), "proptest", "--ops", ops])
     assert f"--ops '{ops}' is no integer in range; allowed 1..1000000000" in line
 
 
