@@ -109,6 +109,12 @@ CASES: list[tuple[str, str, tuple[str, ...], str]] = [
     (
         "run",
         "--instrument",
+        (*SIM_RUN, "--instrument", "function_graph-children"),
+        "name the functions it traces",
+    ),
+    (
+        "run",
+        "--instrument",
         (*RUN, "--engine", "native", "--instrument", "perf-profile"),
         "charges no instrument",
     ),

@@ -1,14 +1,17 @@
 """Instruments on the sim engine: each charged where the traced kernel pays it.
 
-function_graph's nested calls run under zone->lock and lengthen the hold;
-funclatency's probes fall outside what they time; perf-profile samples at
-its period. Without an instrument the result does not mention one.
+function_graph on F alone (set_ftrace_filter) and funclatency probe outside
+what they time; function_graph-children (set_graph_function) traces the
+calls under F, under zone->lock, and lengthens the hold; perf-profile
+samples at its period. Without an instrument the result does not mention one.
 """
 
 from __future__ import annotations
 
 import json
 import subprocess
+
+import pytest
 
 from pcplab import engine, machines
 
@@ -48,10 +51,10 @@ def test_no_instrument_leaves_no_trace_in_the_result():
     assert "instrument" not in result["spec"]
 
 
-def test_function_graph_lengthens_the_zone_lock_hold_it_times():
+def test_function_graph_children_lengthens_the_zone_lock_hold_it_times():
     """Nested calls are charged under zone->lock: the hold grows by their cost."""
     plain = run()
-    traced = run("function_graph:rmqueue_bulk,free_pcppages_bulk")
+    traced = run("function_graph-children:rmqueue_bulk,free_pcppages_bulk")
     instr = traced["instrument"]
     assert traced["spec"]["instrument"] == instr["instrument"]
     assert instr["nested_calls"] > 0
@@ -68,18 +71,27 @@ def test_function_graph_lengthens_the_zone_lock_hold_it_times():
     assert grown > per_hold / 2
 
 
-def test_funclatency_probes_outside_the_interval_it_times():
-    """Two probe hits per call, nothing under zone->lock, the hold untouched."""
+@pytest.mark.parametrize(
+    "instrument",
+    [
+        "funclatency:rmqueue_bulk",
+        "function_graph:rmqueue_bulk",
+        "function_graph:rmqueue_bulk,free_pcppages_bulk",
+    ],
+)
+def test_traced_function_alone_is_charged_outside_the_interval(instrument):
+    """Two hooks per traced call, nothing nested, the zone->lock hold untouched."""
     plain = run()
-    traced = run("funclatency:rmqueue_bulk")
+    traced = run(instrument)
     instr = traced["instrument"]
-    calls = traced["latency_ns"]["rmqueue_bulk"]["count"]
+    calls = sum(traced["latency_ns"][f]["count"] for f in instr["functions"])
     assert instr["nested_calls"] == 0
     assert instr["charged_under_zone_lock_ns"] == 0
     assert abs(instr["probe_hits"] - 2 * calls) <= 2 * SPEC["tasks"]
     assert instr["charged_ns"] > 0
-    hold = traced["lock_hold_ns"]["rmqueue_bulk"]["avg"]
-    assert abs(hold / plain["lock_hold_ns"]["rmqueue_bulk"]["avg"] - 1) < 0.1
+    for f in instr["functions"]:
+        hold = traced["lock_hold_ns"][f]["avg"]
+        assert abs(hold / plain["lock_hold_ns"][f]["avg"] - 1) < 0.1
 
 
 def test_perf_profile_samples_every_cpu_at_its_period():

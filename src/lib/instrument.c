@@ -12,6 +12,7 @@
 const char *const instrument_kind_names[NR_INSTRUMENT_KINDS] = {
 	[INSTRUMENT_NONE] = "none",
 	[INSTRUMENT_FUNCTION_GRAPH] = "function_graph",
+	[INSTRUMENT_FUNCTION_GRAPH_CHILDREN] = "function_graph-children",
 	[INSTRUMENT_FUNCLATENCY] = "funclatency",
 	[INSTRUMENT_PERF_PROFILE] = "perf-profile",
 };
@@ -54,8 +55,8 @@ int instrument_parse(const char *text, struct instrument *out, char *err,
 			kind = k;
 	if (kind < 0)
 		return refuse(err, len, text, "unknown kind");
-	bool takes_functions = kind == INSTRUMENT_FUNCTION_GRAPH ||
-			       kind == INSTRUMENT_FUNCLATENCY;
+	bool takes_functions =
+		kind != INSTRUMENT_NONE && kind != INSTRUMENT_PERF_PROFILE;
 	if (!takes_functions) {
 		if (colon)
 			return refuse(err, len, text,

@@ -55,7 +55,7 @@ void set_pageblock_migratetype(struct page *page, int migratetype)
 /*
  * NR_FREE_PAGES: written under zone->lock, read locklessly by watermarks.
  * The kernel's account_freepages() calls __mod_zone_page_state(), out of
- * line in mm/vmstat.c: a call function_graph traces.
+ * line in mm/vmstat.c: a call function_graph-children traces.
  */
 static void account_freepages(struct zone *zone, long nr_pages)
 {

@@ -4,13 +4,16 @@
  * measured, charged where that kernel paid it (issue 33; the table of
  * costs and their sources is docs/machines.md, "Instruments").
  *
- *   function_graph  half a traced call's hooks at the traced function's
- *                   entry, before its timestamp, half at its return,
- *                   after it: the tracer takes calltime at the end of its
- *                   entry hook and rettime at the start of its return
- *                   hook. Each call it makes out of line (the model's
- *                   trace_nested_call() sites) is traced whole, where it
- *                   happens: under zone->lock, so the hold grows.
+ *   function_graph  set_ftrace_filter=F: only F is traced. Half a traced
+ *                   call's hooks at F's entry, before its timestamp, half
+ *                   at its return, after it: the tracer takes calltime at
+ *                   the end of its entry hook and rettime at the start of
+ *                   its return hook. Nothing inside F is charged.
+ *   function_graph-children
+ *                   set_graph_function=F: F as above, and each call F
+ *                   makes out of line (the model's trace_nested_call()
+ *                   sites) traced whole, where it happens: under
+ *                   zone->lock, so the hold grows.
  *   funclatency     the kprobe at entry, the kretprobe at return, both
  *                   outside the timed interval (the BPF programs read the
  *                   clock last on entry and first on return).
@@ -93,8 +96,10 @@ void sim_instrument_start(const struct instrument *in)
 	sim_perf_period = 0;
 	switch (in->kind) {
 	case INSTRUMENT_FUNCTION_GRAPH:
+	case INSTRUMENT_FUNCTION_GRAPH_CHILDREN:
 		sim_traced_funcs = in->functions;
-		sim_traces_nested = true;
+		sim_traces_nested =
+			in->kind == INSTRUMENT_FUNCTION_GRAPH_CHILDREN;
 		instr.entry_ps = call / 2;
 		instr.return_ps = call - call / 2;
 		instr.nested_ps = call;
@@ -127,14 +132,14 @@ static void charge(struct vcpu_hot *v, u64 ps, bool locked)
 		v->stats->events[INSTR_LOCKED_PS] += ps;
 }
 
-/* A traced function's entry hook; function_graph then traces its calls. */
+/* A traced function's entry hook; -children then traces its calls. */
 void sim_trace_entry(enum traced_func fn)
 {
 	struct vcpu_hot *v = current_vcpu;
 
 	v->stats->events[INSTR_PROBE_HITS]++;
 	charge(v, instr.entry_ps, false);
-	if (instr.kind == INSTRUMENT_FUNCTION_GRAPH)
+	if (sim_traces_nested)
 		v->fgraph_depth++;
 }
 
@@ -143,13 +148,13 @@ void sim_trace_return(enum traced_func fn)
 {
 	struct vcpu_hot *v = current_vcpu;
 
-	if (instr.kind == INSTRUMENT_FUNCTION_GRAPH)
+	if (sim_traces_nested)
 		v->fgraph_depth--;
 	v->stats->events[INSTR_PROBE_HITS]++;
 	charge(v, instr.return_ps, false);
 }
 
-/* A call function_graph traces under a traced function: zone->lock held. */
+/* A call function_graph-children traces under F: zone->lock held. */
 void sim_trace_nested(void)
 {
 	struct vcpu_hot *v = current_vcpu;
@@ -196,6 +201,8 @@ cJSON *engine_instrument_json(const struct spec *s, const struct run_result *r)
 				fns, cJSON_CreateString(traced_func_names[f]));
 	c = cJSON_AddObjectToObject(o, "costs_ns");
 	if (in->kind == INSTRUMENT_FUNCTION_GRAPH) {
+		cJSON_AddNumberToObject(c, "traced_call", FGRAPH_CALL_NS);
+	} else if (in->kind == INSTRUMENT_FUNCTION_GRAPH_CHILDREN) {
 		cJSON_AddNumberToObject(c, "traced_call", FGRAPH_CALL_NS);
 		cJSON_AddNumberToObject(c, "nested_call", FGRAPH_CALL_NS);
 	} else if (in->kind == INSTRUMENT_FUNCLATENCY) {

@@ -194,7 +194,7 @@ enum pcp_stat_item {
 	NUMA_MISS, /* ... by another node (the local one was short) */
 	/* an instrument's own work (src/arch/sim/instrument.c) */
 	INSTR_PROBE_HITS, /* hooks at a traced function's entry or return */
-	INSTR_NESTED_CALLS, /* function_graph's calls nested under them */
+	INSTR_NESTED_CALLS, /* function_graph-children's calls under them */
 	INSTR_SAMPLES, /* perf-profile samples that cost time */
 	INSTR_SAMPLES_SPUN, /* ... that fell while spinning (their cost hid) */
 	INSTR_CHARGED_PS, /* time the instrument cost, picoseconds */

@@ -31,7 +31,8 @@
  *                           instrument may trace (<pcplab/instrument.h>):
  *                           its hooks' cost, outside its own timing
  *   trace_nested_call()     a call the kernel makes out of line under a
- *                           traced function (function_graph traces it too)
+ *                           traced function (function_graph-children
+ *                           traces it too)
  *   arch_instrument_check(in, err)
  *                           0 if the platform can charge instrument @in
  */

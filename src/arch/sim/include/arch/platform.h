@@ -18,7 +18,7 @@ struct vcpu;
 struct vcpu_hot {
 	u64 clock; /* virtual time, picoseconds */
 	int id;
-	u32 fgraph_depth; /* traced functions function_graph is inside */
+	u32 fgraph_depth; /* traced functions function_graph-children is in */
 	struct cpu_stats *stats;
 	const u64 *cost; /* ps per unit, per cost_kind */
 	u64 jitter_rng; /* xorshift state for the work jitter */
@@ -130,7 +130,7 @@ static inline void cost(enum cost_kind kind, unsigned long n)
 /*
  * The instrument (src/arch/sim/instrument.c): the functions it traces (a
  * bit per enum traced_func; 0 without one), and whether it also traces
- * the calls nested under them (function_graph). Read once per refill or
+ * the calls nested under them (function_graph-children). Read once per refill or
  * drain, and per out-of-line call under zone->lock, so the run without an
  * instrument pays one predicted branch at each.
  */
@@ -154,7 +154,7 @@ static inline void trace_func_return(enum traced_func fn)
 		sim_trace_return(fn);
 }
 
-/* An out-of-line call under a traced function: function_graph's hooks. */
+/* An out-of-line call under a traced function: function_graph-children's. */
 static inline void trace_nested_call(void)
 {
 	if (unlikely(sim_traces_nested) && current_vcpu->fgraph_depth)
