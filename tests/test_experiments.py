@@ -245,6 +245,48 @@ def test_the_host_rows_leave_a_function_never_called_without_an_average() -> Non
     assert "no refill" not in host.text(rows[1:], {})
 
 
+def test_the_host_rows_name_what_the_host_engine_measured_with() -> None:
+    """The kernel's rows declare its tracer and perf lock; the model's, none."""
+    host = importlib.import_module("pcplab.experiments.host")
+    kernel = {
+        "throughput": {"pages_per_s": 5.0},
+        "tracing": {"method": "tracefs-tracepoint"},
+        "lock_contention": {"recorded_s": 1.0},
+    }
+    model = {"throughput": {"pages_per_s": 5.0}, "latency_ns": {}}
+    rows = [
+        host.row("page_fault1", 0, e, r)
+        for e, r in (("host", kernel), ("native", model))
+    ]
+    assert [r["instrument"] for r in rows] == [
+        "tracefs-tracepoint (traced phase), perf lock contention (measured phase)",
+        "none",
+    ]
+
+
+# What each thread measured its figures with (docs/machines.md, Instruments).
+THREAD_INSTRUMENTS = {
+    "aaron2018": "perf-profile",
+    "aaron2018pf2": "perf-profile",
+    "aaron2018prefetch": "perf-profile",
+    "aaron2018rfc": "perf-profile",
+    "ying2023": "function_graph:rmqueue_bulk,free_pcppages_bulk",
+    "ying2023zones": "perf-profile",
+    "yafang2024": "funclatency:rmqueue_bulk",
+    "hahn2025": "none",
+}
+
+
+@pytest.mark.parametrize("name", sorted(THREAD_INSTRUMENTS))
+def test_each_thread_declares_the_instrument_it_measured_with(name: str) -> None:
+    """Its sim spec names the thread's instrument; its text says so."""
+    exp = experiments.get(name).spec()
+    assert exp["spec"].get("instrument") == THREAD_INSTRUMENTS[name]
+    from pcplab.experiments._common import instrument_line
+
+    assert THREAD_INSTRUMENTS[name] in instrument_line(exp)
+
+
 def test_the_2023_holds_split_into_a_part_per_call_and_a_part_per_page() -> None:
     """Holds split as call + page x batch, model beside kernel, in fidelity.md."""
     ying = importlib.import_module("pcplab.experiments.ying2023")
@@ -314,6 +356,7 @@ def test_ying2023zones_holds_the_model_to_the_mails_contention() -> None:
     from pcplab.experiments._common import heldout_rows
 
     (row,) = experiments.get("ying2023zones").run(True, 1)
+    assert row["instrument"] == "perf-profile"  # the engine charged it
     published = heldout_rows("ying2023zones_zone_lock")
     one_zone = next(r for r in published if r["zone_instances"] == "1")
     assert row["zone_published"] == float(one_zone["zone_lock_cycles_pct"])

@@ -33,7 +33,13 @@ from pcplab.repeat_cli import emit_repeated, repeat_options
 from pcplab.repeats import run_repeated, runs_per_point
 from pcplab.reproduce import reproduce_command
 from pcplab.spec_keys import option, parse_scale_max_schedule
-from pcplab.summary import format_summary, format_table
+from pcplab.summary import (
+    TRACED_FIGURES,
+    figure,
+    format_beside_untraced,
+    format_summary,
+    format_table,
+)
 from pcplab.sweep_cli import sweep_command
 from pcplab.tune_cli import tune_command
 
@@ -281,6 +287,7 @@ def pagesets(
 @option("cross_free_ratio", "--cross-free-ratio", metavar="N")
 @option("nodes", "--nodes", metavar="N[,N...]")
 @option("placement", "--placement")
+@option("instrument", "--instrument", metavar="KIND[:F[,F...]]")
 @click.option(
     "--lock-stats",
     type=click.Choice(["perf", "off"]),
@@ -314,6 +321,7 @@ def run(
     cross_free_ratio: int | None,
     nodes: str | None,
     placement: str | None,
+    instrument: str | None,
     lock_stats: str | None,
     policy: str | None,
     seeds: int | None,
@@ -321,7 +329,11 @@ def run(
     as_json: bool,
     output: str | None,
 ) -> None:
-    """Run a workload on an engine and report throughput, contention, latency."""
+    """Run a workload on an engine and report throughput, contention, latency.
+
+    --instrument charges a tracer's own cost where the traced kernel pays it
+    and shows the figures beside the same run untraced.
+    """
     runs = runs_per_point([engine_name], seeds, repeat)
     if high is not None and high_fraction is not None:
         raise BadInput(
@@ -339,6 +351,12 @@ def run(
             f"--lock-stats records the running kernel's locks with perf; the "
             f"{engine_name} engine reports its model's contention itself, so drop "
             "--lock-stats or use --engine host"
+        )
+    if instrument is not None and engine_name == "host":
+        raise BadInput(
+            "--instrument charges a modelled tracer's cost; the host engine is "
+            "measured by the kernel's own tracepoints and perf lock, which its "
+            "result declares, so drop --instrument or use --engine sim"
         )
     if schedule is not None and engine_name == "host":
         from pcplab.host.execute import refuse_host_scale_max_schedule
@@ -369,6 +387,7 @@ def run(
         "placement": placement,
         "policy": policy,
         "cross_free_ratio": cross_free_ratio,
+        "instrument": instrument,
     }
     spec.update({key: value for key, value in optional.items() if value is not None})
     if schedule is not None:
@@ -403,12 +422,23 @@ def run(
         result = engine.run(spec)
     except InvariantViolation as exc:
         result, violation = exc.result, exc
+    beside = None
+    if result.get("instrument"):
+        untraced_spec = {k: v for k, v in spec.items() if k != "instrument"}
+        untraced = engine.run(untraced_spec)
+        beside = format_beside_untraced(untraced, result)
+        result["instrument"]["untraced"] = {
+            ".".join(p for p in path if p is not None): figure(untraced, path)
+            for path in TRACED_FIGURES
+        }
     if output is not None:
         Path(output).write_text(json.dumps(result, indent=2) + "\n")
     if as_json:
         _emit_json(result)
     else:
         click.echo(format_summary(result))
+        if beside is not None:
+            click.echo("\n" + beside)
     if violation is not None:
         raise violation
 

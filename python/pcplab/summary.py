@@ -195,6 +195,72 @@ def _unavailable(result: Mapping[str, Any]) -> list[str]:
     return [f"{INDENT}{field}: {reason}" for field, reason in unavailable.items()]
 
 
+def _instrument(result: Mapping[str, Any]) -> list[str]:
+    """Return the instrument the result was measured with and what it cost."""
+    instr = result.get("instrument")
+    if not instr:
+        return []
+    costs = ", ".join(f"{k} {v:.1f}" for k, v in instr["costs_ns"].items())
+    return [
+        f"instrument: {instr['instrument']} (costs ns: {costs})",
+        *_mapping_table(
+            {
+                "probe_hits": instr["probe_hits"],
+                "nested_calls": instr["nested_calls"],
+                "samples": instr["samples"],
+                "charged_ms": instr["charged_ns"] / 1e6,
+                "under_zone_lock_ms": instr["charged_under_zone_lock_ns"] / 1e6,
+                "pct_of_cpu_time": instr["charged_pct_of_cpu_time"],
+            }
+        ),
+    ]
+
+
+# The figures an instrument's cost moves, beside the untraced run's.
+TRACED_FIGURES = (
+    ("latency_ns", "rmqueue_bulk", "avg"),
+    ("latency_ns", "rmqueue_bulk", "p99"),
+    ("latency_ns", "free_pcppages_bulk", "avg"),
+    ("latency_ns", "free_pcppages_bulk", "p99"),
+    ("lock_hold_ns", "rmqueue_bulk", "avg"),
+    ("lock_hold_ns", "free_pcppages_bulk", "avg"),
+    ("contention", "zone_lock_pct", None),
+    ("contention", "lru_lock_pct", None),
+    ("throughput", "pages_per_s", None),
+)
+
+
+def figure(result: Mapping[str, Any], path: tuple[str, str, str | None]) -> Any:
+    """Return one figure of RESULT by its (section, name, statistic) path."""
+    value = (result.get(path[0]) or {}).get(path[1])
+    if path[2] is not None:
+        value = (value or {}).get(path[2])
+    return value
+
+
+def format_beside_untraced(
+    untraced: Mapping[str, Any], traced: Mapping[str, Any]
+) -> str:
+    """Return the table of what the instrument did to the figures it measured."""
+    rows = []
+    for path in TRACED_FIGURES:
+        before, after = figure(untraced, path), figure(traced, path)
+        change = (
+            f"{100.0 * (after - before) / before:+.1f}%"
+            if isinstance(before, (int, float)) and before and after is not None
+            else NA
+        )
+        name = ".".join(part for part in path if part is not None)
+        rows.append([name, before, after, change])
+    instr = traced["instrument"]["instrument"]
+    return "\n".join(
+        [
+            f"what {instr} does to the figures it measures (same spec and seed):",
+            *format_table(["figure", "untraced", "traced", "change"], rows),
+        ]
+    )
+
+
 def format_summary(result: Mapping[str, Any]) -> str:
     """Return the readable text summary of one engine result."""
     latency = result.get("latency_ns") or {}
@@ -226,6 +292,8 @@ def format_summary(result: Mapping[str, Any]) -> str:
                 *_steps(result),
             ]
         )
+    if result.get("instrument"):
+        sections.append(_instrument(result))
     sections += [
         ["invariants:", *_invariants(result)],
         ["unavailable:", *_unavailable(result)],

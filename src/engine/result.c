@@ -372,6 +372,10 @@ cJSON *result_to_json(const struct spec *s, const struct run_result *r)
 	cJSON_AddNumberToObject(root, "memmap_bytes", (double)r->memmap_bytes);
 	cJSON_AddItemToObject(root, "invariants",
 			      invariants_json(&r->inv, &r->inv_drained));
+	/* only with one: a run without an instrument keeps its bytes */
+	if (s->instrument.kind != INSTRUMENT_NONE)
+		cJSON_AddItemToObject(root, "instrument",
+				      engine_instrument_json(s, r));
 	cJSON_AddObjectToObject(root, "unavailable");
 	return root;
 }

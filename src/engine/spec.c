@@ -317,6 +317,26 @@ static int check_cross_free(const cJSON *o, const struct spec *s, char *err)
 	return 0;
 }
 
+/*
+ * The instrument that measured the figures ("instrument"), which the
+ * engine must be able to charge (arch_instrument_check()).
+ */
+static int parse_instrument(const cJSON *o, struct spec *s, char *err)
+{
+	const cJSON *v = spec_key_value(o, SPEC_KEY_instrument);
+
+	s->instrument.kind = INSTRUMENT_NONE;
+	s->instrument.functions = 0;
+	if (!v)
+		return 0;
+	if (!cJSON_IsString(v))
+		return fail(err, "instrument must be a string; allowed %s",
+			    INSTRUMENT_ALLOWED);
+	if (instrument_parse(v->valuestring, &s->instrument, err, ERRLEN))
+		return -1;
+	return arch_instrument_check(&s->instrument, err);
+}
+
 /* The workload's own arguments ("args"), checked by the workload. */
 static int parse_args(const cJSON *o, struct spec *s, char *err)
 {
@@ -356,8 +376,8 @@ int spec_parse(const char *text, struct spec *spec, char *err)
 	    engine_parse_machine(spec_key_value(o, SPEC_KEY_machine), spec,
 				 err) ||
 	    parse_nodes(o, spec, err) || parse_sizes(o, spec, err) ||
-	    check_high(spec, err) || parse_args(o, spec, err) ||
-	    check_cross_free(o, spec, err))
+	    check_high(spec, err) || parse_instrument(o, spec, err) ||
+	    parse_args(o, spec, err) || check_cross_free(o, spec, err))
 		goto out;
 	ret = 0;
 out:
@@ -408,6 +428,17 @@ static void write_nodes(cJSON *o, const struct spec *s)
 			cJSON_AddItemToArray(nodes, cJSON_CreateNumber(n));
 }
 
+/* The instrument, if the spec names one (none leaves the spec as it was). */
+static void write_instrument(cJSON *o, const struct spec *s)
+{
+	char text[128];
+
+	if (s->instrument.kind == INSTRUMENT_NONE)
+		return;
+	instrument_format(&s->instrument, text, sizeof(text));
+	cJSON_AddStringToObject(o, "instrument", text);
+}
+
 /* Add @key's resolved value to @o: its field, or what stands for it. */
 static void write_key(cJSON *o, enum spec_key_id key, const struct spec *s)
 {
@@ -438,6 +469,9 @@ static void write_key(cJSON *o, enum spec_key_id key, const struct spec *s)
 		break;
 	case SPEC_KEY_nodes:
 		write_nodes(o, s);
+		break;
+	case SPEC_KEY_instrument:
+		write_instrument(o, s);
 		break;
 	default:
 		spec_key_write(o, key, spec_fields, s);

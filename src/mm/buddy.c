@@ -52,9 +52,14 @@ void set_pageblock_migratetype(struct page *page, int migratetype)
 			      pageblock_order] = (u8)migratetype;
 }
 
-/* NR_FREE_PAGES: written under zone->lock, read locklessly by watermarks. */
+/*
+ * NR_FREE_PAGES: written under zone->lock, read locklessly by watermarks.
+ * The kernel's account_freepages() calls __mod_zone_page_state(), out of
+ * line in mm/vmstat.c: a call function_graph-children traces.
+ */
 static void account_freepages(struct zone *zone, long nr_pages)
 {
+	trace_nested_call();
 	WRITE_ONCE(zone->nr_free_pages, zone->nr_free_pages + nr_pages);
 }
 
@@ -336,6 +341,8 @@ void __free_one_page(struct page *page, unsigned long pfn, struct zone *zone,
 {
 	bool to_tail;
 
+	/* out of line in the kernel's builds (perf profiles name it) */
+	trace_nested_call();
 	page->state = PAGE_TAIL;
 	account_freepages(zone, 1L << order);
 	if (!order && pcp_policy.ops->skip_merge_order0) {

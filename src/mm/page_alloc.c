@@ -89,9 +89,11 @@ int rmqueue_bulk(struct zone *zone, unsigned int order, unsigned long count,
 		 struct list_head *list, int migratetype,
 		 unsigned int alloc_flags)
 {
-	u64 start = now_ns();
+	u64 start;
 	unsigned long i;
 
+	trace_func_entry(TRACED_RMQUEUE_BULK);
+	start = now_ns();
 	spin_lock(&zone->lock);
 	for (i = 0; i < count; i++) {
 		struct page *page =
@@ -112,6 +114,7 @@ int rmqueue_bulk(struct zone *zone, unsigned int order, unsigned long count,
 	count_event(PCP_PAGES_REFILLED, i << order);
 	hist_record(&this_cpu_stats()->latency[LAT_RMQUEUE_BULK],
 		    now_ns() - start);
+	trace_func_return(TRACED_RMQUEUE_BULK);
 	return (int)i;
 }
 
@@ -451,11 +454,13 @@ static inline void record_free_hold(struct zone *zone)
 void free_pcppages_bulk(struct zone *zone, int count, struct per_cpu_pages *pcp,
 			int pindex)
 {
-	u64 start = now_ns();
+	u64 start;
 	int batch = READ_ONCE(pcp->batch);
 	int since_break = 0, freed = 0;
 	bool relinquish = pcp_policy.relinquish == RELINQUISH_CONTENDED;
 
+	trace_func_entry(TRACED_FREE_PCPPAGES_BULK);
+	start = now_ns();
 	count = min(pcp->count, count);
 	pindex--;
 	spin_lock(&zone->lock);
@@ -509,6 +514,7 @@ void free_pcppages_bulk(struct zone *zone, int count, struct per_cpu_pages *pcp,
 	count_event(PCP_PAGES_DRAINED, (u64)freed);
 	hist_record(&this_cpu_stats()->latency[LAT_FREE_PCPPAGES_BULK],
 		    now_ns() - start);
+	trace_func_return(TRACED_FREE_PCPPAGES_BULK);
 }
 
 /*

@@ -132,6 +132,22 @@ def sim_spec(
     return {"engine": "sim", "machine": profile, **spec}
 
 
+def charged(res: dict[str, Any]) -> str:
+    """Return the instrument the sim charged in result RES ("none" without one)."""
+    return (res.get("instrument") or {}).get("instrument", "none")
+
+
+def instrument_line(spec: dict[str, Any]) -> str:
+    """Return the line naming the instrument an experiment's TOML declares."""
+    instrument = spec.get("spec", {}).get("instrument", "none")
+    if instrument == "none":
+        return "instrument: none (the published figures name no tracer)"
+    return (
+        f"instrument: {instrument}, as the thread measured; the model charges "
+        "its cost (docs/machines.md, Instruments)"
+    )
+
+
 # The seed every sim run of an experiment takes (`reproduce --seeds`), and
 # whether one did; unset: each spec's own (the engine's default, 1).
 _SEED: ContextVar[int | None] = ContextVar("experiment_seed", default=None)

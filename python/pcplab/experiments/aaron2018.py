@@ -14,8 +14,10 @@ from typing import Any
 from pcplab import charts, machines
 from pcplab.experiments._common import (
     Option,
+    charged,
     fitted_rows,
     heading,
+    instrument_line,
     load_experiment,
     mode_table,
     own_name,
@@ -95,6 +97,7 @@ def run(
             {
                 "machine": label,
                 "batch": int(row["batch"]),
+                "instrument": charged(res),
                 "score": score,
                 "score_published": published("score"),
                 "change_pct": 100.0 * (score / base[label] - 1),
@@ -131,7 +134,7 @@ def residuals(rows: list[dict[str, Any]]) -> list[Residual]:
 def text(rows: list[dict[str, Any]], spec: dict[str, Any]) -> str:
     """Return Aaron Lu's table per machine: model/published, score error."""
     layout = spec["layout"]
-    out = []
+    out = [instrument_line(spec), ""]
     for machine, group in by_machine(rows).items():
         out += [f"{machine}: model/published (score error in brackets)", layout]
         for r in group:

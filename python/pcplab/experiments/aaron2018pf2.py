@@ -15,8 +15,10 @@ from typing import Any
 
 from pcplab import charts
 from pcplab.experiments._common import (
+    charged,
     fitted_profiles,
     heldout_rows,
+    instrument_line,
     load_experiment,
     mode_table,
     own_name,
@@ -67,6 +69,7 @@ def run(quick: bool, workers: int, *, scheduler: Any = None) -> list[dict[str, A
                 "lkp_host": r["lkp_host"],
                 "fitted": profile[r["machine"]] in seen,
                 "batch_to": to,
+                "instrument": charged(res[31]),
                 **{f"score_{b}": score[b] for b in BATCHES},
                 **{f"change_{b}": change_pct(score[31], score[b]) for b in BATCHES[1:]},
                 "change_low": float(r["change_low_pct"]),
@@ -105,7 +108,11 @@ def _cells(r: dict[str, Any]) -> list[str]:
 
 def text(rows: list[dict[str, Any]], spec: dict[str, Any]) -> str:
     """Return the two servers: the model's change beside the published range."""
-    out = ["4.18, page_fault2, one task per CPU; changes from batch 31", spec["layout"]]
+    out = [
+        instrument_line(spec),
+        "4.18, page_fault2, one task per CPU; changes from batch 31",
+        spec["layout"],
+    ]
     for r in rows:
         seen = "yes" if r["fitted"] else "no"
         out.append(

@@ -15,8 +15,10 @@ from typing import Any
 
 from pcplab import charts
 from pcplab.experiments._common import (
+    charged,
     fitted_profiles,
     heldout_rows,
+    instrument_line,
     load_experiment,
     mode_table,
     own_name,
@@ -71,6 +73,7 @@ def run(quick: bool, workers: int, *, scheduler: Any = None) -> list[dict[str, A
                 "profile": profile,
                 "lkp_host": thread["lkp_host"],
                 "fitted": profile in seen,
+                "instrument": charged(res),
                 "score": res["throughput"]["ops_per_s"],
                 "score_published": thread["by"][held],
                 "zone_contention": res["contention"]["zone_lock_pct"],
@@ -130,6 +133,7 @@ def _cells(r: dict[str, Any]) -> list[str]:
 def text(rows: list[dict[str, Any]], spec: dict[str, Any]) -> str:
     """Return the four servers: model/published score and ratio, the model's locks."""
     out = [
+        instrument_line(spec),
         f"{spec['kernel_row']} + {spec['patches']} (the 4.18 model's free path); "
         f"fit: the machine's figures are among those fitted on",
         spec["layout"],

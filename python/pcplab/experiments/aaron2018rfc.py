@@ -16,7 +16,9 @@ from typing import Any
 
 from pcplab import charts
 from pcplab.experiments._common import (
+    charged,
     heldout_rows,
+    instrument_line,
     load_experiment,
     mode_table,
     own_name,
@@ -72,6 +74,7 @@ def run(quick: bool, workers: int, *, scheduler: Any = None) -> list[dict[str, A
                 "machine": machine,
                 "profile": exp["profile"],
                 "policy": policy,
+                "instrument": charged(res),
                 "score": res["throughput"]["ops_per_s"],
                 "zone": res["contention"]["zone_lock_pct"],
                 "zone_free": path_contention(res, "free_pcppages_bulk"),
@@ -116,6 +119,7 @@ def _cells(r: dict[str, Any]) -> list[str]:
 def text(rows: list[dict[str, Any]], spec: dict[str, Any]) -> str:
     """Return each policy's contention beside the RFC's."""
     out = [
+        instrument_line(spec),
         f"{rows[0]['machine']} ({spec['profile']}): % of CPU time waiting",
         spec["layout"],
     ]

@@ -16,7 +16,9 @@ from typing import Any
 
 from pcplab import charts
 from pcplab.experiments._common import (
+    charged,
     heading,
+    instrument_line,
     load_experiment,
     mode_table,
     own_name,
@@ -93,6 +95,7 @@ def run(quick: bool, workers: int, *, scheduler: Any = None) -> list[dict[str, A
         entry: dict[str, Any] = {
             "machine": machine,
             "args": row["stress_ng_args"],
+            "instrument": charged(runs["off"]),
             "delta_published": float(row["delta_pct"]) if "delta_pct" in row else None,
         }
         for policy, res in runs.items():
@@ -119,7 +122,7 @@ def run(quick: bool, workers: int, *, scheduler: Any = None) -> list[dict[str, A
 def text(rows: list[dict[str, Any]], spec: dict[str, Any]) -> str:
     """Return the relinquish table: each policy's bogo ops, delta and holds."""
     layout = spec["layout"]
-    out = [layout]
+    out = [instrument_line(spec), layout]
     for r in rows:
         for policy in POLICIES:
             if f"bogo_ops_s_{policy}" not in r:

@@ -73,11 +73,27 @@ def row(workload: str, fraction: int, engine_name: str, res: dict) -> dict[str, 
         "workload": workload,
         "high_fraction": fraction,
         "engine": engine_name,
+        "instrument": measured_with(res),
         "pages_per_s": res["throughput"]["pages_per_s"],
         "rmqueue_bulk_avg_ns": lat.get("avg"),
         "rmqueue_bulk_p99_ns": lat.get("p99"),
         "log2_hist": lat.get("log2_hist") or [],
     }
+
+
+def measured_with(res: dict) -> str:
+    """Return what the host engine measured the kernel with ("none" elsewhere).
+
+    Declared, not charged: the host engine measures, and the kernel it runs
+    on pays for the measuring itself.
+    """
+    used = []
+    method = (res.get("tracing") or {}).get("method")
+    if method:
+        used.append(f"{method} (traced phase)")
+    if res.get("lock_contention"):
+        used.append("perf lock contention (measured phase)")
+    return ", ".join(used) or "none"
 
 
 def text(rows: list[dict[str, Any]], spec: dict[str, Any]) -> str:

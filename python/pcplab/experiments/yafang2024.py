@@ -16,7 +16,9 @@ from typing import Any
 
 from pcplab import charts, engine
 from pcplab.experiments._common import (
+    charged,
     heading,
+    instrument_line,
     keep,
     load_experiment,
     mode_table,
@@ -83,6 +85,7 @@ def run(
             {
                 "machine": row["machine"],
                 "scale_max": scale_max,
+                "instrument": charged(res),
                 "avg_ns": lat["avg"],
                 "avg_published": float(row["avg_ns"]),
                 "log2_hist": lat["log2_hist"],
@@ -163,7 +166,7 @@ def residuals(rows: list[dict[str, Any]]) -> list[Residual]:
 def text(rows: list[dict[str, Any]], spec: dict[str, Any]) -> str:
     """Return the funclatency histograms, model then published, per scale max."""
     function = spec.get("function", "rmqueue_bulk")
-    out = []
+    out = [instrument_line(spec), ""]
     for r in rows:
         if r.get("host"):
             out.append(f"this host's {r['scale_max']}: {function} ({r['method']})")

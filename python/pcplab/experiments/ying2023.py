@@ -2,7 +2,12 @@
 
 linux-mm 2023, "mm, pcp: reduce lock contention for draining high-order
 pages" (52166607ecc9): page_fault1 throughput per task and the zone->lock
-hold of rmqueue_bulk and free_pcppages_bulk, average and 99%.
+hold of rmqueue_bulk and free_pcppages_bulk, average and 99%, timed with
+ftrace function_graph on those two functions alone (set_ftrace_filter): the
+mail "extracted ... to 2 separate functions to make it easy to measure the
+function run time with ftrace function_graph tracer", and its 22-42 ns per
+page cannot hold a traced call per page (set_graph_function would trace one
+under zone->lock, over 74 ns). The model charges that instrument.
 """
 
 from __future__ import annotations
@@ -13,8 +18,10 @@ from typing import Any
 
 from pcplab import charts
 from pcplab.experiments._common import (
+    charged,
     fitted_rows,
     heading,
+    instrument_line,
     load_experiment,
     mode_table,
     own_name,
@@ -89,6 +96,7 @@ def run(
             {
                 "machine": row["machine"],
                 "batch": int(row["batch"]),
+                "instrument": charged(res),
                 "throughput": res["throughput"]["ops_per_task_per_s"],
                 "throughput_published": float(row["throughput_pages_per_s"]),
                 "free_avg_us": hold["free_pcppages_bulk"]["avg"] / 1000,
@@ -118,7 +126,7 @@ def residuals(rows: list[dict[str, Any]]) -> list[Residual]:
 def text(rows: list[dict[str, Any]], spec: dict[str, Any]) -> str:
     """Return Huang Ying's table per machine: pages/s per task, holds in us."""
     layout = spec["layout"]
-    out = []
+    out = [instrument_line(spec), ""]
     for machine, group in by_machine(rows).items():
         out += [f"{machine}: model/published (error), hold times in us", layout]
         for r in group:

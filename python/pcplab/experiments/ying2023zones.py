@@ -15,7 +15,9 @@ from typing import Any
 
 from pcplab import charts
 from pcplab.experiments._common import (
+    charged,
     heldout_rows,
+    instrument_line,
     load_experiment,
     mode_table,
     own_name,
@@ -46,6 +48,7 @@ def run(quick: bool, workers: int, *, scheduler: Any = None) -> list[dict[str, A
             "machine": mail[0]["machine"],
             "profile": exp["profile"],
             "zone_instances": 1,
+            "instrument": charged(res),
             "score": res["throughput"]["ops_per_s"],
             "zone_contention": res["contention"]["zone_lock_pct"],
             "lru_contention": res["contention"]["lru_lock_pct"],
@@ -82,7 +85,11 @@ def _cells(r: dict[str, Any]) -> list[str]:
 
 def text(rows: list[dict[str, Any]], spec: dict[str, Any]) -> str:
     """Return the model beside the mail's figure, one zone a node."""
-    out = [f"{rows[0]['machine']}: contention in % of busy cycles", spec["layout"]]
+    out = [
+        instrument_line(spec),
+        f"{rows[0]['machine']}: contention in % of busy cycles",
+        spec["layout"],
+    ]
     out += [line(spec["layout"], [str(r["zone_instances"]), *_cells(r)]) for r in rows]
     return "\n".join(out) + "\n"
 

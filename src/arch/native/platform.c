@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include <pcplab/hostinfo.h>
+#include <pcplab/engine.h>
 #include <pcplab/mm.h>
 #include "native.h"
 
@@ -303,4 +304,19 @@ void write_page(struct page *page, size_t bytes)
 {
 	if (frames && bytes)
 		memset(page_address(page), 0xff, bytes);
+}
+
+/*
+ * The native engine runs the model in real time: an instrument's cost
+ * would be the real tracer's, which this engine does not run.
+ */
+int arch_instrument_check(const struct instrument *in, char *err)
+{
+	if (in->kind == INSTRUMENT_NONE)
+		return 0;
+	snprintf(
+		err, ERRLEN,
+		"instrument %s: the native engine runs in real time and charges no instrument; give instrument none, or run it on the sim engine",
+		instrument_kind_names[in->kind]);
+	return -1;
 }

@@ -258,6 +258,7 @@ int engine_run(const struct spec *spec, struct run_result *res, char *err)
 		return -1;
 	derive_for(spec);
 	dram_init();
+	sim_instrument_start(&spec->instrument);
 	placement(spec, cpus);
 	schedule_scale_max(spec, measure);
 	nr_samples = min(nr_samples, MAX_SAMPLES);

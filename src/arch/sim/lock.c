@@ -96,6 +96,8 @@ void spin_lock_caller(spinlock_t *lock, const struct lock_caller *caller)
 	struct lock_stat *st = &this_cpu_stats()->lock[lock->cls];
 	bool waited = true;
 
+	if (unlikely(sim_perf_period))
+		sim_perf_due(me, false);
 	sim_sync();
 	if (!lock->owner && lock->released > me->hot.clock) {
 		/* it spun while the last holder (now ahead in time) held it */
@@ -122,6 +124,8 @@ void spin_lock_caller(spinlock_t *lock, const struct lock_caller *caller)
 		lock_stat_waited(st, caller,
 				 (me->hot.clock - me->wait_from) / 1000);
 	}
+	if (unlikely(sim_perf_period))
+		sim_perf_absorb(me);
 	/*
 	 * The critical section starts by pulling the protected data's lines
 	 * from the last holder: part of the hold, as function_graph would
@@ -143,6 +147,8 @@ void spin_unlock(spinlock_t *lock)
 
 	if (sim_machine.ticket)
 		sim_sync();
+	if (unlikely(sim_perf_period))
+		sim_perf_due(me, lock->cls == LOCK_ZONE);
 	if (me->stolen) {
 		charge_pages(me, lock->cls, -(s64)me->stolen);
 		me->stolen = 0;

@@ -26,6 +26,7 @@ struct vcpu {
 	bool done;
 	int scale_max_steps; /* scheduled changes its clock has passed */
 	int scale_max; /* the value the last of them set */
+	u64 next_sample; /* perf-profile: when its next sample is due (ps) */
 };
 
 enum cpu_distance { DIST_SAME, DIST_SMT, DIST_SOCKET, DIST_REMOTE, NR_DIST };
@@ -135,6 +136,12 @@ void sim_topology_init(void);
 /* dram.c */
 void dram_init(void);
 void dram_write_page(const struct page *page, u64 core_ps, int reads);
+
+/* instrument.c */
+extern u64 sim_perf_period; /* ps between perf samples; 0: no sampling */
+void sim_instrument_start(const struct instrument *in);
+void sim_perf_due(struct vcpu *me, bool locked);
+void sim_perf_absorb(struct vcpu *me);
 
 /* sched.c */
 int sim_init(int nr_vcpus);

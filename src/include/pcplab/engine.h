@@ -41,6 +41,7 @@ struct spec {
 	bool spread; /* placement "spread": unpinned, as the scheduler spreads */
 	char machine_name[64]; /* sim: the machine profile's name */
 	char args_json[512]; /* the workload's args, as given */
+	struct instrument instrument; /* how the figures were measured */
 	/*
 	 * pcp_batch_scale_max changes: entry i sets the knob to value at t_s
 	 * seconds into the measured phase (after warmup_s), times not
@@ -106,5 +107,7 @@ int engine_default_tasks(const struct spec *spec);
 int engine_max_tasks(const struct spec *spec);
 int engine_nr_nodes(void);
 cJSON *engine_machine_json(const struct spec *spec);
+/* The result's "instrument": what measured, its costs, what they came to. */
+cJSON *engine_instrument_json(const struct spec *s, const struct run_result *r);
 
 #endif

@@ -192,6 +192,13 @@ enum pcp_stat_item {
 	ZONE_LOCK_RELINQUISH, /* zone->lock drops inside a free batch */
 	ALLOC_FAIL, /* allocations that found no page */
 	NUMA_MISS, /* ... by another node (the local one was short) */
+	/* an instrument's own work (src/arch/sim/instrument.c) */
+	INSTR_PROBE_HITS, /* hooks at a traced function's entry or return */
+	INSTR_NESTED_CALLS, /* function_graph-children's calls under them */
+	INSTR_SAMPLES, /* perf-profile samples that cost time */
+	INSTR_SAMPLES_SPUN, /* ... that fell while spinning (their cost hid) */
+	INSTR_CHARGED_PS, /* time the instrument cost, picoseconds */
+	INSTR_LOCKED_PS, /* ... of it with zone->lock held */
 	NR_PCP_STAT_ITEMS
 };
 

@@ -26,12 +26,22 @@
  *   arch_init()             set the platform up, once, before anything else
  *   arch_set_cpu(cpu)       make the calling thread model CPU @cpu (for
  *                           single-threaded drivers: the property tests)
+ *   trace_func_entry(fn), trace_func_return(fn)
+ *                           the entry and return of a function an
+ *                           instrument may trace (<pcplab/instrument.h>):
+ *                           its hooks' cost, outside its own timing
+ *   trace_nested_call()     a call the kernel makes out of line under a
+ *                           traced function (function_graph-children
+ *                           traces it too)
+ *   arch_instrument_check(in, err)
+ *                           0 if the platform can charge instrument @in
  */
 #ifndef PCPLAB_PLATFORM_H
 #define PCPLAB_PLATFORM_H
 
 #include "types.h"
 #include "registry.h"
+#include "instrument.h"
 
 #define PAGE_SHIFT 12
 #define PAGE_SIZE (1UL << PAGE_SHIFT)
@@ -97,6 +107,9 @@ struct lock_caller {
 
 /* The name of the function whose caller id is @id. */
 const char *lock_caller_name(int id);
+
+/* 0 if this platform can charge @in's cost; else -1 with one line in @err. */
+int arch_instrument_check(const struct instrument *in, char *err);
 
 #include <arch/platform.h>
 

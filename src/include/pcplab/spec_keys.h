@@ -18,6 +18,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "instrument.h"
+
 /* One line of bad input: what is wrong; what is allowed. */
 #define SPEC_ERRLEN 512
 
@@ -207,6 +209,14 @@ struct spec_key {
 	    .engines = ENGINES_MODEL, .def_text = "every node",		\
 	    .allowed = "node numbers 0..nodes-1, each once",		\
 	    .help = "Place tasks only on these NUMA nodes' CPUs (a cpuset).") \
+	KEY(instrument, NO_FIELD, NO_FIELD,				\
+	    .type = KEY_STRING, .flags = KEY_OWN_PARSE,			\
+	    .engines = ENGINES_MODEL, .def_text = "none",		\
+	    .allowed = INSTRUMENT_ALLOWED "; sim only (native runs in real " \
+		       "time)",						\
+	    .help = "How the figures were measured on the kernel: the sim " \
+		    "engine charges the instrument's own cost where the " \
+		    "traced kernel pays it.")				\
 	KEY(trace_s, NO_FIELD, FIELD(trace_s),				\
 	    .type = KEY_NUMBER, .lo = 0.001, .hi = 3600,		\
 	    .flags = KEY_OR_ZERO, .engines = ENGINE_HOST,		\

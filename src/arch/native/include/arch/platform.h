@@ -165,4 +165,17 @@ static inline void cost(enum cost_kind kind, unsigned long n)
 {
 }
 
+/* Real threads are traced by nothing: no instrument to charge. */
+static inline void trace_func_entry(enum traced_func fn)
+{
+}
+
+static inline void trace_func_return(enum traced_func fn)
+{
+}
+
+static inline void trace_nested_call(void)
+{
+}
+
 #endif

@@ -18,6 +18,7 @@ struct vcpu;
 struct vcpu_hot {
 	u64 clock; /* virtual time, picoseconds */
 	int id;
+	u32 fgraph_depth; /* traced functions function_graph-children is in */
 	struct cpu_stats *stats;
 	const u64 *cost; /* ps per unit, per cost_kind */
 	u64 jitter_rng; /* xorshift state for the work jitter */
@@ -124,6 +125,40 @@ static inline void cost(enum cost_kind kind, unsigned long n)
 		return;
 	}
 	v->clock += v->cost[kind] * n;
+}
+
+/*
+ * The instrument (src/arch/sim/instrument.c): the functions it traces (a
+ * bit per enum traced_func; 0 without one), and whether it also traces
+ * the calls nested under them (function_graph-children). Read once per refill or
+ * drain, and per out-of-line call under zone->lock, so the run without an
+ * instrument pays one predicted branch at each.
+ */
+extern u32 sim_traced_funcs;
+extern bool sim_traces_nested;
+void sim_trace_entry(enum traced_func fn);
+void sim_trace_return(enum traced_func fn);
+void sim_trace_nested(void);
+
+/* The entry of @fn: its probe's or tracer's hook, before its timestamp. */
+static inline void trace_func_entry(enum traced_func fn)
+{
+	if (unlikely(sim_traced_funcs & (1U << fn)))
+		sim_trace_entry(fn);
+}
+
+/* The return of @fn: its hook, after its timestamp. */
+static inline void trace_func_return(enum traced_func fn)
+{
+	if (unlikely(sim_traced_funcs & (1U << fn)))
+		sim_trace_return(fn);
+}
+
+/* An out-of-line call under a traced function: function_graph-children's. */
+static inline void trace_nested_call(void)
+{
+	if (unlikely(sim_traces_nested) && current_vcpu->fgraph_depth)
+		sim_trace_nested();
 }
 
 /* When the first scheduled pcp_batch_scale_max change is due (ps; ~0: none) */
