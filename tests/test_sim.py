@@ -304,3 +304,19 @@ def test_pgo_training_specs_match_the_profiles():
             capture_output=True,
         )
         assert out.returncode == 0, out.stderr
+
+
+def test_no_share_of_cpu_time_exceeds_100_pct():
+    """Lock waits are shares of the CPU time they were counted in: at most 100%.
+
+    A task's statistics run from a tick to the tick that sees its deadline,
+    past the deadline by an unmap's lru_lock waits; over duration x tasks,
+    2x96-core EPYC 9654's lru_lock read 101% of all CPU time.
+    """
+    profile = str(Path(__file__).parent / "data" / "machines" / "epyc-9654-2s.toml")
+    spec = sim_spec(
+        profile, workload="page_fault1", kernel="4.18", batch=31, duration_s=0.05
+    )
+    contention = json.loads(raw_run({**spec, "warmup_s": 0.3}))["contention"]
+    assert contention["lru_lock_pct"] > 50  # the case: lru_lock all but saturated
+    assert max(contention.values()) <= 100, contention

@@ -241,7 +241,7 @@ static void add_contention(cJSON *root, const struct spec *s,
 			   const struct run_result *r)
 {
 	const struct cpu_stats *t = &r->total;
-	double cpu_ns = r->duration_s * 1e9 * s->tasks;
+	double cpu_ns = (double)t->busy_ns;
 	cJSON *c = cJSON_AddObjectToObject(root, "contention");
 	cJSON *locks = cJSON_AddObjectToObject(root, "locks");
 	struct lock_caller_stat sum[NR_LOCK_CLASSES];

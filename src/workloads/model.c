@@ -51,6 +51,7 @@ void task_tick(struct task *t)
 	if (!t->measuring && now >= READ_ONCE(t->measure_ns)) {
 		t->measuring = true;
 		t->ops_at_measure = t->ops_at_tick = t->ops;
+		t->measured_from = now;
 		memset(this_cpu_stats(), 0, sizeof(struct cpu_stats));
 	}
 	while (t->measuring && t->steps_passed < t->nr_steps &&
@@ -72,6 +73,18 @@ void task_tick(struct task *t)
 		t->next_vmstat_ns =
 			now + (u64)pcp_policy.stat_interval_ms * 1000000ULL;
 	}
+}
+
+/*
+ * Close @t's measured window: its CPU's time in it (the denominator of the
+ * lock waits it counted, which may run past the deadline to the next tick)
+ * goes with its statistics, and later ones go nowhere.
+ */
+void task_stats_detach(struct task *t)
+{
+	if (t->measuring)
+		this_cpu_stats()->busy_ns = now_ns() - t->measured_from;
+	stats_detach();
 }
 
 /*
@@ -98,7 +111,7 @@ int fault_in(struct task *t, unsigned long nr, enum fault_kind kind,
 		if (!(i & 255)) {
 			task_tick(t);
 			if (task_should_stop(t)) {
-				stats_detach();
+				task_stats_detach(t);
 				return 0;
 			}
 		}
@@ -253,7 +266,7 @@ int task_iteration(const struct model_workload *wl, struct task *t)
  */
 void task_exit(struct task *t)
 {
-	stats_detach();
+	task_stats_detach(t);
 	if (t->cross_free && !t->cross_free_consumer) {
 		spin_lock(&t->cross_free->lock);
 		t->cross_free->closed = 1;

@@ -33,6 +33,7 @@ struct task {
 	u64 measure_ns; /* measuring starts here: statistics reset */
 	u64 deadline_ns; /* the task stops here (U64_MAX: when told) */
 	bool measuring;
+	u64 measured_from; /* the clock when measuring started */
 	u64 ops_at_measure; /* ops when measuring started */
 	u64 ops_at_deadline; /* ops when the deadline was seen */
 	u64 ops_at_tick; /* ops at the previous task_tick() */
@@ -106,6 +107,8 @@ int cross_free_setup(struct task *tasks, int nr, unsigned long cap, int ratio);
 void cross_free_teardown(struct task *tasks, int nr);
 /* Periodic per-task work: vmstat decay, measuring start, deadline. */
 void task_tick(struct task *t);
+/* End @t's measured window: its CPU time so far, then stats_detach(). */
+void task_stats_detach(struct task *t);
 
 static inline bool task_should_stop(const struct task *t)
 {

@@ -38,7 +38,7 @@ static int lock_repairman_iteration(struct task *t)
 	}
 	task_tick(t);
 	if (task_should_stop(t))
-		stats_detach();
+		task_stats_detach(t);
 	return 0;
 }
 
