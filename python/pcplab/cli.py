@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from pcplab import engine, interrupts, machines
+from pcplab import engine, fitted, interrupts, machines
 from pcplab.cli_examples import EXAMPLES
 from pcplab.cli_options import (
     engine_option,
@@ -410,6 +410,10 @@ def run(
         if isinstance(needed, bool) or not isinstance(needed, (int, float)):
             raise EngineError("the engine's resolve reply has no number memory_bytes")
         check_memory(int(needed), mem_available_bytes())
+    outside_fit = None
+    if machine is not None:
+        outside_fit = fitted.outside(machine, str(resolved.get("kernel")))
+        fitted.warn_outside(spec["machine"]["name"], outside_fit)
     if runs > 1:
         results = run_repeated(spec, runs, seeds is not None, lock_stats)
         emit_repeated(results, as_json, output)
@@ -422,6 +426,8 @@ def run(
         result = engine.run(spec)
     except InvariantViolation as exc:
         result, violation = exc.result, exc
+    if outside_fit is not None:
+        result["outside_fit"] = outside_fit
     beside = None
     if result.get("instrument"):
         untraced_spec = {k: v for k, v in spec.items() if k != "instrument"}

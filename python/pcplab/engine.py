@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pcplab.errors import BadInput, EngineError, InvariantViolation
+from pcplab.guards import mark_incomplete
 
 # The engines of the design; which of them are built is read from _bin.
 KNOWN_ENGINES = ("native", "sim", "host")
@@ -199,5 +200,5 @@ def resolve(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def run(spec: dict[str, Any]) -> dict[str, Any]:
-    """Run the workload of `spec` on its engine and return the result."""
-    return call(spec.get("engine", DEFAULT_ENGINE), "run", spec)
+    """Run `spec` on its engine; return the result with its `incomplete` field."""
+    return mark_incomplete(call(spec.get("engine", DEFAULT_ENGINE), "run", spec))

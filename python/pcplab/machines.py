@@ -344,8 +344,8 @@ def resolve_hardware(profile: dict[str, Any]) -> dict[str, Any]:
     return {"uarch": name, **facts}
 
 
-def load_profile(name: str) -> dict[str, Any]:
-    """Return the machine `name` (or a .toml path) ready for the engine spec."""
+def _read_profile(name: str) -> tuple[Path, dict[str, Any]]:
+    """Return the path and checked TOML of machine `name` (or a .toml path)."""
     known = profile_paths()
     if name.endswith(".toml") or os.sep in name:
         path = Path(name)
@@ -355,6 +355,31 @@ def load_profile(name: str) -> dict[str, Any]:
         raise BadInput(f"unknown machine '{name}'; known: {', '.join(sorted(known))}")
     profile = read_toml(path)
     _check_types(path, profile)
+    return path, profile
+
+
+def _cpus(topology: dict[str, Any]) -> int:
+    """Return the CPUs of a profile's topology: sockets x cores x SMT."""
+    return (
+        topology.get("sockets", 0)
+        * topology.get("cores_per_socket", 0)
+        * topology.get("smt", 0)
+    )
+
+
+def fit_facts(name: str) -> dict[str, Any]:
+    """Return the facts a fit's reach is judged by: name, CPUs, uarch."""
+    path, profile = _read_profile(name)
+    return {
+        "name": profile.get("name", path.stem),
+        "cpus": _cpus(profile["topology"]),
+        "uarch": resolve_hardware(profile)["uarch"],
+    }
+
+
+def load_profile(name: str) -> dict[str, Any]:
+    """Return the machine `name` (or a .toml path) ready for the engine spec."""
+    path, profile = _read_profile(name)
     hardware = resolve_hardware(profile)
     spec: dict[str, Any] = {
         "name": profile.get("name", path.stem),
@@ -387,15 +412,10 @@ def describe() -> list[dict[str, Any]]:
         profile = read_toml(path)
         _check_types(path, profile)  # a user's profile may be broken
         topo = profile["topology"]
-        cpus = (
-            topo.get("sockets", 0)
-            * topo.get("cores_per_socket", 0)
-            * topo.get("smt", 0)
-        )
         rows.append(
             {
                 "name": name,
-                "cpus": cpus,
+                "cpus": _cpus(topo),
                 "cpu_model": profile.get("cpu_model", ""),
                 "sockets": topo.get("sockets"),
                 "numa_nodes": topo.get("numa_nodes"),

@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from pcplab import data, experiments, report, runs
+from pcplab import data, experiments, fitted, report, runs
 from pcplab.cli_examples import EXAMPLES
 from pcplab.cli_options import jobs_option, seeds_option
 from pcplab.errors import BadInput
@@ -102,7 +102,18 @@ def run_experiments(
             partial(experiment.run, quick, jobs, scheduler=scheduler, **mine), seeds
         )
         results[name] = runs[0] if len(runs) == 1 else combine_rows(runs)
+        for machine, reasons in fitted.flag_rows(name, results[name]).items():
+            fitted.warn_outside(f"{name} on {machine}", reasons)
     return results, notes
+
+
+def outside_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """Return a line per machine of ROWS outside the fit (their `outside_fit`)."""
+    flagged = {r["machine"]: r["outside_fit"] for r in rows if r.get("outside_fit")}
+    return [
+        f"{machine}: outside what the model was fitted on (extrapolated): {why}"
+        for machine, why in flagged.items()
+    ]
 
 
 def write(
@@ -116,7 +127,9 @@ def write(
     texts, files = {}, {}
     for name, rows in results.items():
         experiment = experiments.get(name)
-        texts[name] = experiment.text(rows, experiment.spec())
+        texts[name] = "\n".join(
+            [experiment.text(rows, experiment.spec()), *outside_lines(rows)]
+        )
         files[name] = report.write_experiment(name, rows, texts[name], out)
     index = report.write_index(out, results, texts, files, notes, header)
     return texts, index

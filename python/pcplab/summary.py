@@ -261,11 +261,29 @@ def format_beside_untraced(
     )
 
 
+# The front end's guards of a result: its field, and what the summary calls it.
+GUARDS = (
+    ("incomplete", "incomplete"),
+    ("outside_fit", "outside what the model was fitted on (extrapolated)"),
+)
+
+
+def _guards(result: Mapping[str, Any]) -> list[str]:
+    """Return a line per guard RESULT trips (GUARDS): what it is and why."""
+    return [
+        f"{INDENT}{name}: {'; '.join(result[key])}"
+        for key, name in GUARDS
+        if result.get(key)
+    ]
+
+
 def format_summary(result: Mapping[str, Any]) -> str:
     """Return the readable text summary of one engine result."""
     latency = result.get("latency_ns") or {}
-    sections: list[list[str]] = [
-        _header(result),
+    sections: list[list[str]] = [_header(result)]
+    if _guards(result):
+        sections.append(["guards (figures not at face value):", *_guards(result)])
+    sections += [
         ["pagesets:", *_pagesets(result)],
         ["throughput:", *_mapping_table(result.get("throughput"))],
         [

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from pcplab import engine, machines
+from pcplab import engine, fitted, machines
 from pcplab.budgets import format_ns, metric_path, parse_budget
 from pcplab.cli_options import engine_option, jobs_option, seeds_option
 from pcplab.errors import BadInput
@@ -314,6 +314,9 @@ def tune_command(
     for workload in weights:  # the engine checks kernel, workload, ranges
         engine.resolve(materialize({**base, "workload": workload}))
     kernel = base.get("kernel", "this kernel")
+    outside_fit = None if machine is None else fitted.outside(machine, kernel)
+    if outside_fit:
+        fitted.warn_outside(machine, outside_fit)
     knobs = knobs_for(kernel, knob_names or None, engine_name)
     if policy is not None and "policy" in knob_names:
         raise BadInput(
@@ -339,14 +342,17 @@ def tune_command(
         limit = next((b.limit_ns for b in parsed if b.name == metric), None)
         _plot(result, metric, limit, Path(plot))
     if as_json:
-        click.echo(json.dumps(_as_json(result, metric), indent=2))
+        doc = _as_json(result, metric)
+        if outside_fit is not None:
+            doc["outside_fit"] = outside_fit
+        click.echo(json.dumps(doc, indent=2))
         return
     where = (
         f"{machine}, kernel {kernel}"
         if machine
         else f"this kernel ({os.uname().release})"
     )
-    _print(result, parsed, metric, where, plot, base, weights, seeds)
+    _print(result, parsed, metric, where, plot, base, weights, seeds, outside_fit)
 
 
 def _print(
@@ -358,6 +364,7 @@ def _print(
     base: dict[str, Any],
     workloads: dict[str, float],
     seeds: int,
+    outside_fit: list[str] | None = None,
 ) -> None:
     """Print the recommendation, how to apply it, and the front."""
     rec = result.recommendation
@@ -386,6 +393,11 @@ def _print(
         )
     else:
         click.echo(f"recommendation: {_figures(rec, budgets)}")
+        if outside_fit:
+            click.echo(
+                "  extrapolated: the model was not fitted on this machine: "
+                + "; ".join(outside_fit)
+            )
         click.echo("how to apply it:")
         for line in how_to_apply(rec.keys, base.get("kernel", "this kernel")):
             click.echo(f"  {line}")
