@@ -411,11 +411,12 @@ def run(
             raise EngineError("the engine's resolve reply has no number memory_bytes")
         check_memory(int(needed), mem_available_bytes())
     outside_fit = None
-    if machine is not None:
+    if machine is not None:  # said with the figures, once they are there
         outside_fit = fitted.outside(machine, str(resolved.get("kernel")))
-        fitted.warn_outside(spec["machine"]["name"], outside_fit)
     if runs > 1:
         results = run_repeated(spec, runs, seeds is not None, lock_stats)
+        if outside_fit:
+            fitted.warn_outside(spec["machine"]["name"], outside_fit)
         emit_repeated(results, as_json, output)
         return
     if engine_name == "host":  # the running kernel: python/pcplab/host
@@ -428,6 +429,7 @@ def run(
         result, violation = exc.result, exc
     if outside_fit is not None:
         result["outside_fit"] = outside_fit
+        fitted.warn_outside(spec["machine"]["name"], outside_fit)
     beside = None
     if result.get("instrument"):
         untraced_spec = {k: v for k, v in spec.items() if k != "instrument"}

@@ -77,7 +77,7 @@ def outside(machine: str, kernel: str) -> list[str]:
     everyone = frozenset().union(*(m.kernels for m in seen.values()))
     kernels = own.kernels if own else everyone
     if kernel not in kernels:
-        whose = f"{run['name']}'s rows" if own else "no fitted machine's rows"
+        whose = f"none of {run['name']}'s fitted rows" if own else "no fitted row"
         reasons.append(
             f"kernel {kernel}, which {whose} ran (fitted: "
             f"{', '.join(sorted(kernels, key=_version))})"
@@ -98,7 +98,9 @@ def warn_outside(machine: str, reasons: list[str]) -> None:
 def flag_rows(name: str, rows: list[dict[str, Any]]) -> dict[str, list[str]]:
     """Set `outside_fit` in experiment NAME's ROWS; return the reasons by machine."""
     spec = experiments.load_experiment(name)
-    profiles = spec.get("machines", {})
+    # [machines] maps a row's label to its profile; a list names profiles
+    profiles = spec.get("machines")
+    profiles = profiles if isinstance(profiles, dict) else {}
     found: dict[str, list[str]] = {}
     for row in rows:
         label = row.get("machine")

@@ -314,15 +314,15 @@ def tune_command(
     for workload in weights:  # the engine checks kernel, workload, ranges
         engine.resolve(materialize({**base, "workload": workload}))
     kernel = base.get("kernel", "this kernel")
-    outside_fit = None if machine is None else fitted.outside(machine, kernel)
-    if outside_fit:
-        fitted.warn_outside(machine, outside_fit)
     knobs = knobs_for(kernel, knob_names or None, engine_name)
     if policy is not None and "policy" in knob_names:
         raise BadInput(
             "--policy fixes the policy and --knob policy searches it; give one"
         )
     check_output_file(plot, "--plot")
+    outside_fit = None if machine is None else fitted.outside(machine, kernel)
+    if outside_fit:  # every input checked: the runs are about to start
+        fitted.warn_outside(machine, outside_fit)
     # On this kernel every run sets its sysctls: one owner for all of them,
     # so that no other command changes the kernel between two settings.
     hold = owner.hold if engine_name == "host" else contextlib.nullcontext
