@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
+from pcplab import engine
+from pcplab.host import profile, runner
 from test_sim import raw_run, sim_spec
 
 SPIN = "native_queued_spin_lock_slowpath"
@@ -24,7 +28,7 @@ CONTENDED = {  # Huang Ying's 2023 setup: zone->lock and lru_lock contended
 
 @pytest.fixture(scope="module")
 def contended() -> dict:
-    """The contended sapphire-rapids run's result."""
+    """Run the contended sapphire-rapids spec once for the module."""
     return json.loads(raw_run(sim_spec("sapphire-rapids", **CONTENDED)))
 
 
@@ -89,10 +93,6 @@ def test_sim_one_task_clears_more_than_it_does_anything_else():
 
 def test_native_engine_has_no_profile():
     """The native engine charges no cost terms: null, with the reason."""
-    from pcplab import engine
-
-    import subprocess
-
     proc = subprocess.run(
         [engine.engine_binary("native"), "run"],
         input=json.dumps(
@@ -112,3 +112,49 @@ def test_native_engine_has_no_profile():
     result = json.loads(proc.stdout)
     assert result["perf_profile"] is None
     assert "real time" in result["unavailable"]["perf_profile"]
+
+
+DATA = Path(__file__).parent / "data" / "host"
+
+
+def test_host_report_parsing_self_and_children():
+    """`perf report --sort symbol -g none`: event, self and children per function.
+
+    The fixtures are this VM's page_fault1 (cpu-clock: no hardware PMU);
+    user-space rows are summed into `user`.
+    """
+    own = profile.parse_report((DATA / "perf-report-self.txt").read_text())
+    assert own["event"] == "cpu-clock:pppH"
+    assert own["self"]["clear_page_erms"] == 5.29
+    assert own["self"]["exc_page_fault"] == 9.37
+    assert own["self"]["user"] >= 7.07 + 2.89
+    assert own["children"] == {}
+    assert sum(own["self"].values()) <= 100.0
+    calls = profile.parse_report((DATA / "perf-report-children.txt").read_text())
+    assert calls["children"]["handle_mm_fault"] == 24.10
+    assert calls["self"]["handle_mm_fault"] == 0.35
+    assert "user" not in calls["children"]
+    with pytest.raises(ValueError, match="Samples"):
+        profile.parse_report("nothing here\n")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="perf record -a needs root")
+def test_host_one_task_page_fault1_clears_pages():
+    """Live: perf record of page_fault1, 1 task, gives clear_page_erms a share."""
+    result = runner.run(
+        {
+            "engine": "host",
+            "workload": "page_fault1",
+            "tasks": 1,
+            "duration_s": 0.5,
+            "warmup_s": 0.1,
+        },
+        trace_s=0,
+        lock_stats="off",
+        profile_with="perf",
+    )
+    section = result["perf_profile"]
+    assert section is not None, result["unavailable"].get("perf_profile")
+    assert section["self"].get("clear_page_erms", 0) > 0
+    assert section["children"].get("handle_mm_fault", 0) > 0
+    assert "perf record -a -g" in section["method"]
