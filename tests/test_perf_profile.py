@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from pcplab import engine
-from pcplab.host import profile, runner
+from conftest import BAD_INPUT_LINE, needs
+from pcplab import engine, summary
+from pcplab.host import procfs, profile, runner
+from pcplab.host.cli import compare_rows
 from test_sim import raw_run, sim_spec
 
 SPIN = "native_queued_spin_lock_slowpath"
@@ -138,7 +140,85 @@ def test_host_report_parsing_self_and_children():
         profile.parse_report("nothing here\n")
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="perf record -a needs root")
+def _host_like() -> dict:
+    """Return a host result whose perf_profile is the fixtures' parsed reports."""
+    own = profile.parse_report((DATA / "perf-report-self.txt").read_text())
+    calls = profile.parse_report((DATA / "perf-report-children.txt").read_text())
+    return {"perf_profile": {**own, "children": calls["children"]}}
+
+
+def test_summary_shows_the_largest_shares_by_lkp_name(contended):
+    """The text summary lists the 8 largest self shares, then children, LKP-named."""
+    text = summary.format_summary(contended)
+    section = text.split("perf-profile (", 1)[1].split("\n\n", 1)[0]
+    self_rows = [ln.split()[0] for ln in section.splitlines() if ".self." in ln]
+    largest = sorted(
+        contended["perf_profile"]["self"].items(), key=lambda kv: (-kv[1], kv[0])
+    )[: summary.PROFILE_ROWS_SHOWN]
+    assert len(contended["perf_profile"]["self"]) > summary.PROFILE_ROWS_SHOWN
+    assert self_rows == [summary.lkp_name("self", fn) for fn, _ in largest]
+    for fn in contended["perf_profile"]["children"]:
+        assert f"perf-profile.children.cycles-pp.{fn} " in section
+
+
+def test_compare_sets_the_profiles_side_by_side(contended):
+    """The compare table: host and model rows of clearing, the spin, two subtrees."""
+    rows = {r[0]: r[1:] for r in compare_rows(_host_like(), contended)}
+    host, model, _ = rows["perf-profile.self.cycles-pp.clear_page_erms"]
+    assert (host, model) == (5.29, contended["perf_profile"]["self"]["clear_page_erms"])
+    spin = rows[f"perf-profile.self.cycles-pp.{SPIN}"]
+    assert spin[0] == 0.0 and spin[1] > 0  # never sampled on the host: 0
+    assert rows["perf-profile.children.cycles-pp.handle_mm_fault"][0] == 24.10
+    assert rows["perf-profile.children.cycles-pp.get_page_from_freelist"][1] > 0
+    native = compare_rows(_host_like(), {"perf_profile": None})
+    assert all(r[2] is None for r in native if r[0].startswith("perf-profile."))
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("run", "--engine", "host"),
+        ("host", "run"),
+        ("compare",),
+    ],
+)
+def test_profile_perf_that_cannot_run_is_refused(pcplab_command, argv):
+    """An explicit --profile perf without perf is one line, exit 2, nothing run."""
+    proc = subprocess.run(
+        [*pcplab_command, *argv, "--workload", "page_fault1", "--tasks", "1"]
+        + ["--duration", "0.1", "--profile", "perf"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PATH": str(Path(pcplab_command[0]).parent)},
+        check=False,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stdout == ""
+    [line] = proc.stderr.splitlines()
+    assert BAD_INPUT_LINE.match(line)
+    assert "--profile perf: no perf binary" in line
+
+
+def test_init_on_alloc_from_the_command_line_then_the_config(tmp_path, monkeypatch):
+    """init_on_alloc= on the command line wins; else the build's default."""
+    cmdline = tmp_path / "cmdline"
+    monkeypatch.setattr(procfs, "PROC_CMDLINE", cmdline)
+    monkeypatch.setattr(procfs, "PROC_CONFIG", tmp_path / "no-config.gz")
+    (tmp_path / f"config-{procfs.kernel_release()}").write_text(
+        "CONFIG_INIT_ON_ALLOC_DEFAULT_ON=y\n"
+    )
+    cmdline.write_text("quiet init_on_alloc=0 -- init_on_alloc=1\n")
+    assert procfs.init_on_alloc(tmp_path) == {
+        "enabled": False,
+        "source": str(cmdline),
+    }
+    cmdline.write_text("quiet\n")
+    assert procfs.init_on_alloc(tmp_path)["enabled"] is True
+    assert procfs.init_on_alloc(tmp_path / "none")["enabled"] is None
+
+
+@needs(None if os.geteuid() == 0 else "perf record -a needs root")
 def test_host_one_task_page_fault1_clears_pages():
     """Live: perf record of page_fault1, 1 task, gives clear_page_erms a share."""
     result = runner.run(

@@ -294,6 +294,13 @@ def pagesets(
     help="--engine host: lock contention of the measured phase with perf lock "
     "(root), or off; default perf where permitted, else off with the reason.",
 )
+@click.option(
+    "--profile",
+    "profile_with",
+    type=click.Choice(["perf", "off"]),
+    help="--engine host: perf-profile of the measured phase with perf record "
+    "(root), or off, the default; the sim engine writes its model's own.",
+)
 @option("policy", "--policy", cls=PolicyOption, metavar="P")
 @repeat_options
 @click.option("--json", "as_json", is_flag=True, help="Print the result JSON.")
@@ -323,6 +330,7 @@ def run(
     placement: str | None,
     instrument: str | None,
     lock_stats: str | None,
+    profile_with: str | None,
     policy: str | None,
     seeds: int | None,
     repeat: int | None,
@@ -351,6 +359,12 @@ def run(
             f"--lock-stats records the running kernel's locks with perf; the "
             f"{engine_name} engine reports its model's contention itself, so drop "
             "--lock-stats or use --engine host"
+        )
+    if profile_with is not None and engine_name != "host":
+        raise BadInput(
+            f"--profile records the running kernel with perf record; the "
+            f"{engine_name} engine's result has its model's perf_profile (the sim's "
+            "shares; the native's none), so drop --profile or use --engine host"
         )
     if instrument is not None and engine_name == "host":
         raise BadInput(
@@ -411,11 +425,19 @@ def run(
             raise EngineError("the engine's resolve reply has no number memory_bytes")
         check_memory(int(needed), mem_available_bytes())
     if runs > 1:
-        results = run_repeated(spec, runs, seeds is not None, lock_stats)
+        results = run_repeated(
+            spec, runs, seeds is not None, lock_stats, profile_with or "off"
+        )
         emit_repeated(results, as_json, output)
         return
     if engine_name == "host":  # the running kernel: python/pcplab/host
-        run_on_host(spec, as_json=as_json, output=output, lock_stats=lock_stats)
+        run_on_host(
+            spec,
+            as_json=as_json,
+            output=output,
+            lock_stats=lock_stats,
+            profile_with=profile_with or "off",
+        )
         return
     violation = None
     try:

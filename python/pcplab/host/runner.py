@@ -241,6 +241,7 @@ def merge(
             "enabled": procfs.thp_setting("enabled"),
             "defrag": procfs.thp_setting("defrag"),
         },
+        "init_on_alloc": procfs.init_on_alloc(),
         "pagesets": {
             "before": before.get("pagesets", []),
             "after": after.get("pagesets", []),
