@@ -295,6 +295,13 @@ def pagesets(
     help="--engine host: lock contention of the measured phase with perf lock "
     "(root), or off; default perf where permitted, else off with the reason.",
 )
+@click.option(
+    "--profile",
+    "profile_with",
+    type=click.Choice(["perf", "off"]),
+    help="--engine host: perf-profile of the measured phase with perf record "
+    "(root), or off, the default; the sim engine writes its model's own.",
+)
 @option("policy", "--policy", cls=PolicyOption, metavar="P")
 @repeat_options
 @click.option("--json", "as_json", is_flag=True, help="Print the result JSON.")
@@ -325,6 +332,7 @@ def run(
     placement: str | None,
     instrument: str | None,
     lock_stats: str | None,
+    profile_with: str | None,
     policy: str | None,
     seeds: int | None,
     repeat: int | None,
@@ -353,6 +361,12 @@ def run(
             f"--lock-stats records the running kernel's locks with perf; the "
             f"{engine_name} engine reports its model's contention itself, so drop "
             "--lock-stats or use --engine host"
+        )
+    if profile_with is not None and engine_name != "host":
+        raise BadInput(
+            f"--profile records the running kernel with perf record; the "
+            f"{engine_name} engine's result has its model's perf_profile (the sim's "
+            "shares; the native's none), so drop --profile or use --engine host"
         )
     if instrument is not None and engine_name == "host":
         raise BadInput(
@@ -418,13 +432,21 @@ def run(
     if machine is not None:  # said with the figures, once they are there
         outside_fit = fitted.outside(machine, str(resolved.get("kernel")))
     if runs > 1:
-        results = run_repeated(spec, runs, seeds is not None, lock_stats)
+        results = run_repeated(
+            spec, runs, seeds is not None, lock_stats, profile_with or "off"
+        )
         if outside_fit:
             fitted.warn_outside(spec["machine"]["name"], outside_fit)
         emit_repeated(results, as_json, output)
         return
     if engine_name == "host":  # the running kernel: python/pcplab/host
-        run_on_host(spec, as_json=as_json, output=output, lock_stats=lock_stats)
+        run_on_host(
+            spec,
+            as_json=as_json,
+            output=output,
+            lock_stats=lock_stats,
+            profile_with=profile_with or "off",
+        )
         return
     violation = None
     try:

@@ -57,7 +57,11 @@ def regroup(results: Sequence[Any], runs: int) -> list[list[Any]]:
 
 
 def run_repeated(
-    spec: dict[str, Any], runs: int, seeds: bool, lock_stats: str | None = None
+    spec: dict[str, Any],
+    runs: int,
+    seeds: bool,
+    lock_stats: str | None = None,
+    profile_with: str = "off",
 ) -> list[dict[str, Any]]:
     """Run SPEC RUNS times (seeds 1..RUNS if SEEDS), one after another."""
     from pcplab.runs import run_one
@@ -67,7 +71,9 @@ def run_repeated(
         if one.get("engine") == "host":
             from pcplab.host.execute import execute_run
 
-            results.append(execute_run(one, lock_stats=lock_stats))
+            results.append(
+                execute_run(one, lock_stats=lock_stats, profile_with=profile_with)
+            )
         else:
             results.append(run_one(one))
     return results

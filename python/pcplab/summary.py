@@ -216,6 +216,43 @@ def _instrument(result: Mapping[str, Any]) -> list[str]:
     ]
 
 
+PROFILE_ROWS_SHOWN = 8  # the largest self (and children) shares in a summary
+
+
+def lkp_name(kind: str, function: str) -> str:
+    """LKP's metric name of a perf-profile share: kind 'self' or 'children'."""
+    return f"perf-profile.{kind}.cycles-pp.{function}"
+
+
+def _perf_profile(result: Mapping[str, Any]) -> list[str]:
+    """Return the perf-profile section: its method, the largest shares by LKP name."""
+    section = result.get("perf_profile")
+    if not isinstance(section, Mapping):
+        return []
+    sampled = (
+        f"{section['samples']} samples over {section['recorded_s']:.2f} s; "
+        if "samples" in section
+        else ""
+    )
+    lines = [
+        f"perf-profile (% of cycles, the {PROFILE_ROWS_SHOWN} largest of each kind):",
+        *textwrap.wrap(
+            sampled + str(section.get("method")),
+            width=86,
+            initial_indent=INDENT,
+            subsequent_indent=INDENT,
+        ),
+    ]
+    rows = [
+        [lkp_name(kind, function), share]
+        for kind in ("self", "children")
+        for function, share in sorted(
+            (section.get(kind) or {}).items(), key=lambda kv: (-kv[1], kv[0])
+        )[:PROFILE_ROWS_SHOWN]
+    ]
+    return lines + format_table(["metric", "%"], rows)
+
+
 # The figures an instrument's cost moves, beside the untraced run's.
 TRACED_FIGURES = (
     ("latency_ns", "rmqueue_bulk", "avg"),
@@ -312,6 +349,8 @@ def format_summary(result: Mapping[str, Any]) -> str:
         )
     if result.get("instrument"):
         sections.append(_instrument(result))
+    if isinstance(result.get("perf_profile"), Mapping):
+        sections.append(_perf_profile(result))
     sections += [
         ["invariants:", *_invariants(result)],
         ["unavailable:", *_unavailable(result)],

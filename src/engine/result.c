@@ -39,6 +39,7 @@ static void merge_lock_stat(struct lock_stat *to, const struct lock_stat *from)
 		t->contended += c->contended;
 		t->wait_ns += c->wait_ns;
 		t->max_wait_ns = max(t->max_wait_ns, c->max_wait_ns);
+		t->pull_ps += c->pull_ps;
 	}
 	hist_merge(&to->hold_ns, &from->hold_ns);
 }
@@ -56,8 +57,11 @@ void merge_cpu_stats(struct cpu_stats *total)
 			merge_lock_stat(&total->lock[i], &s->lock[i]);
 		for (int i = 0; i < NR_LATENCY_ITEMS; i++)
 			hist_merge(&total->latency[i], &s->latency[i]);
+		for (int i = 0; i < NR_PROF_TERMS; i++)
+			total->prof_ps[i] += s->prof_ps[i];
 		total->ops += s->ops;
 		total->busy_ns += s->busy_ns;
+		total->window_ns += s->window_ns;
 	}
 }
 
@@ -300,7 +304,8 @@ static void add_pcp(cJSON *root, const struct cpu_stats *t)
 cJSON *result_to_json(const struct spec *s, const struct run_result *r)
 {
 	cJSON *root = cJSON_CreateObject();
-	cJSON *tp, *lat, *hold, *samples, *steps;
+	cJSON *tp, *lat, *hold, *samples, *steps, *unavailable;
+	bool sim;
 	double secs = r->duration_s > 0 ? r->duration_s : 1;
 	const struct model_workload *wl = find_model_workload(s->workload);
 	double per_op = wl->pages_per_op ? wl->pages_per_op : 1;
@@ -376,6 +381,17 @@ cJSON *result_to_json(const struct spec *s, const struct run_result *r)
 	if (s->instrument.kind != INSTRUMENT_NONE)
 		cJSON_AddItemToObject(root, "instrument",
 				      engine_instrument_json(s, r));
-	cJSON_AddObjectToObject(root, "unavailable");
+	/* the model's own profile: only the sim charges the cost terms */
+	sim = !strcmp(PCPLAB_PLATFORM, "sim");
+	cJSON_AddItemToObject(root, "perf_profile",
+			      sim ? perf_profile_json(s, r)
+				  : cJSON_CreateNull());
+	unavailable = cJSON_AddObjectToObject(root, "unavailable");
+	if (!sim)
+		cJSON_AddStringToObject(
+			unavailable, "perf_profile",
+			"the native engine runs the model in real time and "
+			"charges no cost terms; the sim engine's perf_profile "
+			"says where the model's cycles go");
 	return root;
 }

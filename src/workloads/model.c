@@ -52,7 +52,7 @@ void task_tick(struct task *t)
 		t->measuring = true;
 		t->ops_at_measure = t->ops_at_tick = t->ops;
 		t->measured_from = now;
-		memset(this_cpu_stats(), 0, sizeof(struct cpu_stats));
+		stats_window_start(this_cpu_stats(), now);
 	}
 	while (t->measuring && t->steps_passed < t->nr_steps &&
 	       now >= READ_ONCE(t->measure_ns) + t->step_ns[t->steps_passed])

@@ -23,6 +23,7 @@ from pcplab.host import (
     lockstat,
     owner,
     procfs,
+    profile,
     report,
     runner,
     sweep,
@@ -33,6 +34,7 @@ from pcplab.host.execute import execute_run, guard, refuse_host_scale_max_schedu
 from pcplab.inputs import AsciiIntRange, check_output_file
 from pcplab.repeat_cli import repeat_options
 from pcplab.spec_keys import option
+from pcplab.summary import lkp_name
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 88}
 MODEL_ENGINES = ("native", "sim")
@@ -51,9 +53,10 @@ def run_on_host(
     as_json: bool,
     output: str | None,
     lock_stats: str | None = None,
+    profile_with: str = "off",
 ) -> None:
     """`pcplab run --engine host`: run, then print the summary or the JSON."""
-    result = execute_run(spec, lock_stats=lock_stats)
+    result = execute_run(spec, lock_stats=lock_stats, profile_with=profile_with)
     _emit(result, as_json, report.format_host_summary(result), output)
 
 
@@ -144,6 +147,24 @@ def lock_stats_option(func: Callable[..., Any]) -> Callable[..., Any]:
     )(func)
 
 
+PROFILE_HELP = (
+    "perf-profile of the measured phase: perf (perf record -a -g, root; "
+    "LKP's perf-profile.self/children shares) or off (the default)."
+)
+
+
+def profile_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Add --profile perf|off (default off)."""
+    return click.option(
+        "--profile",
+        "profile_with",
+        type=click.Choice(profile.CHOICES),
+        default="off",
+        show_default=True,
+        help=PROFILE_HELP,
+    )(func)
+
+
 def _output_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """Add --json and --output."""
     func = click.option(
@@ -221,6 +242,7 @@ def info_command(no_probe: bool, as_json: bool) -> None:
 )
 @_trace_options
 @lock_stats_option
+@profile_option
 @_output_options
 def run_command(
     workload: str,
@@ -235,6 +257,7 @@ def run_command(
     trace_seconds: float,
     burst_gap_ns: int,
     lock_stats: str | None,
+    profile_with: str,
     as_json: bool,
     output: str | None,
 ) -> None:
@@ -249,6 +272,7 @@ def run_command(
         trace_s=trace_seconds,
         gap_ns=burst_gap_ns,
         lock_stats=lock_stats,
+        profile_with=profile_with,
     )
     _emit(result, as_json, report.format_host_summary(result), output)
 
@@ -418,6 +442,22 @@ def _pages_per(result: dict[str, Any], pages: str, calls: str) -> float | None:
     return p / c if p is not None and c else None
 
 
+def _share(result: dict[str, Any], kind: str, function: str) -> float | None:
+    """Return a perf-profile share (0 if never sampled), None without a profile."""
+    section = result.get("perf_profile")
+    if not isinstance(section, dict):
+        return None
+    return (section.get(kind) or {}).get(function, 0.0)
+
+
+# The perf-profile shares set beside the model's: page clearing, the spin,
+# and the two subtrees where Debian's init_on_alloc moves the clearing.
+PROFILED = (
+    ("self", "clear_page_erms"),
+    ("self", "native_queued_spin_lock_slowpath"),
+    ("children", "handle_mm_fault"),
+    ("children", "get_page_from_freelist"),
+)
 COMPARED = (
     ("ops/s", functools.partial(_get, path="throughput.ops_per_s")),
     (
@@ -446,6 +486,10 @@ COMPARED = (
     (
         "pages per drain",
         functools.partial(_pages_per, pages="pages_drained", calls="drains"),
+    ),
+    *(
+        (lkp_name(kind, fn), functools.partial(_share, kind=kind, function=fn))
+        for kind, fn in PROFILED
     ),
 )
 
@@ -492,10 +536,12 @@ def _compare_models(
     from pcplab.repeats import runs_per_point
 
     p = ctx.params
-    for name in ("trace_method", "trace_seconds", "burst_gap_ns", "lock_stats"):
+    measures = ("trace_method", "trace_seconds", "burst_gap_ns", "lock_stats")
+    for name in (*measures, "profile_with"):
         if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT:
+            flag = name.removesuffix("_with").removesuffix("_method")
             raise BadInput(
-                f"--{name.replace('_', '-').replace('-method', '')} measures this "
+                f"--{flag.replace('_', '-')} measures this "
                 "kernel; --base/--new compare two model runs: drop it"
             )
     model = model or ("sim" if machine is not None else "native")
@@ -572,6 +618,7 @@ def _compare_models(
 )
 @_trace_options
 @lock_stats_option
+@profile_option
 @_output_options
 @click.pass_context
 def compare(
@@ -588,6 +635,7 @@ def compare(
     trace_seconds: float,
     burst_gap_ns: int,
     lock_stats: str | None,
+    profile_with: str,
     base: tuple[str, ...],
     new: tuple[str, ...],
     seeds: int | None,
@@ -640,6 +688,7 @@ def compare(
         model_spec["machine"] = machines.load_profile(machine)
     host_spec = {**common, "engine": "host"}
     engine.engine_binary(model)
+    runner.profile_reason_for(profile_with)  # refuse --profile perf here first
     guard([host_spec], trace_method, trace_seconds)
     guard([model_spec], "off", 0)
     host_result = runner.run(
@@ -648,6 +697,7 @@ def compare(
         trace_s=trace_seconds,
         gap_ns=burst_gap_ns,
         lock_stats=lock_stats,
+        profile_with=profile_with,
     )
     model_result = engine.run(model_spec)
     rows = compare_rows(host_result, model_result)

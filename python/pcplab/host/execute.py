@@ -54,8 +54,10 @@ def execute_run(
     trace_s: float = runner.DEFAULT_TRACE_S,
     gap_ns: int = trace.DEFAULT_GAP_NS,
     lock_stats: str | None = None,
+    profile_with: str = "off",
 ) -> dict[str, Any]:
     """Check, guard and run one host spec (setting high_fraction if given)."""
+    runner.profile_reason_for(profile_with)  # an explicit perf that cannot run
     spec = dict(spec)
     high_fraction = spec.pop("high_fraction", None)
     if high_fraction is not None:
@@ -71,6 +73,7 @@ def execute_run(
         "trace_s": trace_s,
         "gap_ns": gap_ns,
         "lock_stats": lock_stats,
+        "profile_with": profile_with,
     }
     with owner.hold("pcplab run --engine host") as own:
         if high_fraction is None:

@@ -324,13 +324,18 @@ class Recorder:
     """`perf lock record -a` started disabled, switched on for the measured phase.
 
     Its directory and its perf belong to OWNER, which removes and stops them
-    however the command ends.
+    however the command ends. A subclass records other events: its RECORD
+    is perf's command line before the control options, WHAT its name.
     """
+
+    RECORD: tuple[str, ...] = ("lock", "record", "-a")
+    WHAT = "perf lock record"
+    DIR = "lock"
 
     def __init__(self, tasks: int, owner: Owner) -> None:
         self.tasks = tasks
         self.owner = owner
-        self.dir = owner.temp_dir("lock")
+        self.dir = owner.temp_dir(self.DIR)
         self.data = self.dir / "perf.data"
         self.proc: subprocess.Popen[bytes] | None = None
         self.ctl = self.ack = -1
@@ -350,9 +355,7 @@ class Recorder:
             self.proc = self.owner.spawn(
                 [
                     shutil.which("perf") or "perf",
-                    "lock",
-                    "record",
-                    "-a",
+                    *self.RECORD,
                     "-D",
                     "-1",
                     "--control",
@@ -360,7 +363,7 @@ class Recorder:
                     "-o",
                     str(self.data),
                 ],
-                "perf lock record",
+                self.WHAT,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,
@@ -375,11 +378,11 @@ class Recorder:
         while b"ack" not in reply:
             if self.proc.poll() is not None:
                 raise RuntimeError(
-                    f"perf lock record exited ({self.proc.returncode}): {self._log()}"
+                    f"{self.WHAT} exited ({self.proc.returncode}): {self._log()}"
                 )
             left = deadline - time.monotonic()
             if left <= 0:
-                raise RuntimeError(f"perf lock record did not acknowledge '{word}'")
+                raise RuntimeError(f"{self.WHAT} did not acknowledge '{word}'")
             ready, _, _ = select.select([self.ack], [], [], min(left, 0.1))
             if ready:
                 reply += os.read(self.ack, 64)
@@ -415,7 +418,7 @@ class Recorder:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-            raise RuntimeError("perf lock record did not stop on SIGINT") from None
+            raise RuntimeError(f"{self.WHAT} did not stop on SIGINT") from None
         finally:
             if self.proc.returncode is not None:
                 self.owner.reaped(self.proc)
@@ -437,14 +440,18 @@ class Recorder:
         self.ctl = self.ack = -1
         self.owner.remove_dir(self.dir)
 
-    def result(self) -> dict[str, Any]:
-        """Run `perf lock contention -v` on the data and summarise it."""
+    def check_recorded(self) -> None:
+        """Raise unless perf recorded the measured phase and exited cleanly."""
         if self.recorded_s is None:
             raise RuntimeError("the measured phase was never recorded")
         if self.proc is not None and self.proc.returncode not in (0, -signal.SIGINT):
             raise RuntimeError(
-                f"perf lock record exited {self.proc.returncode}: {self._log()}"
+                f"{self.WHAT} exited {self.proc.returncode}: {self._log()}"
             )
+
+    def result(self) -> dict[str, Any]:
+        """Run `perf lock contention -v` on the data and summarise it."""
+        self.check_recorded()
         proc = subprocess.run(
             [
                 shutil.which("perf") or "perf",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import os
 import platform
 from pathlib import Path
@@ -13,6 +14,8 @@ PROC_VMSTAT = Path("/proc/vmstat")
 PROC_ZONEINFO = procfs_zoneinfo.PROC_ZONEINFO
 PROC_MEMINFO = Path("/proc/meminfo")
 THP_DIR = Path("/sys/kernel/mm/transparent_hugepage")
+PROC_CMDLINE = Path("/proc/cmdline")
+PROC_CONFIG = Path("/proc/config.gz")
 # vmstat counters summed into the result's short `vmstat` section.
 VMSTAT_SUMMARY = ("pgalloc", "pgfree", "pgfault")
 
@@ -124,6 +127,53 @@ def thp_setting(name: str = "enabled") -> str | None:
         if word.startswith("[") and word.endswith("]"):
             return word[1:-1]
     return text.strip() or None
+
+
+def _kstrtobool(word: str) -> bool | None:
+    """Read WORD as kstrtobool does: 1/y/on true, 0/n/off false, else None."""
+    lowered = word.lower()
+    if lowered[:1] in ("1", "y") or lowered == "on":
+        return True
+    if lowered[:1] in ("0", "n") or lowered == "off":
+        return False
+    return None
+
+
+def _config_text(boot_dir: Path) -> tuple[str, str] | None:
+    """Return the running kernel's build config and where it was read, or None."""
+    try:
+        return gzip.decompress(PROC_CONFIG.read_bytes()).decode(), str(PROC_CONFIG)
+    except (OSError, EOFError, gzip.BadGzipFile):
+        pass
+    path = boot_dir / f"config-{kernel_release()}"
+    try:
+        return path.read_text(), str(path)
+    except OSError:
+        return None
+
+
+def init_on_alloc(boot_dir: Path = Path("/boot")) -> dict[str, Any]:
+    """Whether the page allocator zeroes pages it hands out, and how that is known.
+
+    init_on_alloc=1 clears every page inside get_page_from_freelist (Debian
+    builds with CONFIG_INIT_ON_ALLOC_DEFAULT_ON): the command line decides,
+    else the build config's default; None where neither can be read.
+    """
+    try:
+        words = PROC_CMDLINE.read_text().split(" -- ", 1)[0].split()
+    except OSError:
+        words = []
+    given = [w.split("=", 1)[1] for w in words if w.startswith("init_on_alloc=")]
+    if given and _kstrtobool(given[-1]) is not None:
+        return {"enabled": _kstrtobool(given[-1]), "source": str(PROC_CMDLINE)}
+    config = _config_text(boot_dir)
+    if config is None:
+        return {"enabled": None, "source": "no /proc/config.gz nor /boot/config-*"}
+    text, where = config
+    return {
+        "enabled": "CONFIG_INIT_ON_ALLOC_DEFAULT_ON=y" in text.splitlines(),
+        "source": f"{where} (CONFIG_INIT_ON_ALLOC_DEFAULT_ON)",
+    }
 
 
 def kernel_release() -> str:

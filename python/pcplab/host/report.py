@@ -121,6 +121,19 @@ def _lock_contention(result: Mapping[str, Any]) -> list[str]:
     return lines + format_rows(host_rows(result), LOCK_ROWS_SHOWN)
 
 
+def _init_on_alloc(state: Mapping[str, Any] | None) -> list[str]:
+    """Return the init_on_alloc line: which new pages the allocator clears."""
+    if not state:
+        return []
+    enabled = state.get("enabled")
+    where = {
+        True: "1: every page is cleared as the allocator hands it out",
+        False: "0: the allocator clears only pages asked for zeroed (__GFP_ZERO)",
+        None: "unknown",
+    }[enabled]
+    return [f"{INDENT}init_on_alloc: {where} ({state.get('source')})"]
+
+
 def format_host_summary(result: Mapping[str, Any]) -> str:
     """Return the generic run summary followed by the host's own sections."""
     kernel = result.get("kernel") or {}
@@ -140,6 +153,7 @@ def format_host_summary(result: Mapping[str, Any]) -> str:
                 f"{INDENT}transparent_hugepage: "
                 + ", ".join(f"{k} {v}" for k, v in (kernel.get("thp") or {}).items())
             ]
+            + _init_on_alloc(kernel.get("init_on_alloc"))
         )
         sections.append(
             ["pagesets after the measurement (/proc/zoneinfo):"]

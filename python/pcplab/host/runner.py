@@ -19,7 +19,7 @@ from typing import IO, Any
 
 from pcplab import engine
 from pcplab.errors import BadInput, EngineError
-from pcplab.host import lockstat, owner, procfs, sysctl, trace
+from pcplab.host import lockstat, owner, procfs, profile, sysctl, trace
 from pcplab.host.owner import Owner
 
 DEFAULT_TRACE_S = 1.0
@@ -57,10 +57,17 @@ def _stop_engine(proc: subprocess.Popen[str]) -> None:
 class _Phases:
     """What happens at each phase change the engine announces."""
 
-    def __init__(self, tracer: Any, locks: lockstat.Recorder | None = None) -> None:
+    def __init__(
+        self,
+        tracer: Any,
+        locks: lockstat.Recorder | None = None,
+        profiler: profile.Recorder | None = None,
+    ) -> None:
         self.tracer = tracer
         self.locks = locks
+        self.profiler = profiler
         self.lock_error: str | None = None
+        self.profile_error: str | None = None
         self.before: dict[str, Any] | None = None
         self.after: dict[str, Any] | None = None
         self.trace_error: str | None = None
@@ -86,14 +93,16 @@ class _Phases:
             raise EngineError(f"pcplab-host announced an unknown phase '{event}'")
 
     def _locks(self, action: str) -> None:
-        """Switch `perf lock record` on or off; a failure is recorded, not fatal."""
-        if self.locks is None or self.lock_error is not None:
-            return
-        try:
-            getattr(self.locks, action)()
-        except (OSError, RuntimeError) as exc:
-            self.lock_error = f"perf lock record failed to {action}: {exc}"
-            self.locks.abort()
+        """Switch the perf recorders on or off; a failure is recorded, not fatal."""
+        recorders = ((self.locks, "lock_error"), (self.profiler, "profile_error"))
+        for rec, error in recorders:
+            if rec is None or getattr(self, error) is not None:
+                continue
+            try:
+                getattr(rec, action)()
+            except (OSError, RuntimeError) as exc:
+                setattr(self, error, f"{rec.WHAT} failed to {action}: {exc}")
+                rec.abort()
 
 
 def run_engine(spec: dict[str, Any], phases: _Phases, owner: Owner) -> dict[str, Any]:
@@ -139,8 +148,9 @@ def run_engine(spec: dict[str, Any], phases: _Phases, owner: Owner) -> dict[str,
         _stop_engine(proc)
         if phases.tracer is not None:
             phases.tracer.abort()
-        if phases.locks is not None:
-            phases.locks.abort()
+        for rec in (phases.locks, phases.profiler):
+            if rec is not None:
+                rec.abort()
         raise
     finally:
         ours.close()
@@ -231,6 +241,7 @@ def merge(
             "enabled": procfs.thp_setting("enabled"),
             "defrag": procfs.thp_setting("defrag"),
         },
+        "init_on_alloc": procfs.init_on_alloc(),
         "pagesets": {
             "before": before.get("pagesets", []),
             "after": after.get("pagesets", []),
@@ -293,14 +304,19 @@ def run(
     trace_s: float = DEFAULT_TRACE_S,
     gap_ns: int = trace.DEFAULT_GAP_NS,
     lock_stats: str | None = None,
+    profile_with: str = "off",
 ) -> dict[str, Any]:
     """Run the host engine on `spec`, trace if permitted, return the merged result.
 
     lock_stats: "perf" records lock contention with perf (refused if perf lock
     cannot record here), "off" does not, None records it where permitted.
+    profile_with: "perf" records perf-profile shares (refused if perf record
+    cannot run here), "off" does not.
     """
     with owner.hold("pcplab run --engine host") as own:
-        return _run_owned(spec, own, trace_method, trace_s, gap_ns, lock_stats)
+        return _run_owned(
+            spec, own, trace_method, trace_s, gap_ns, lock_stats, profile_with
+        )
 
 
 def _run_owned(
@@ -310,11 +326,16 @@ def _run_owned(
     trace_s: float,
     gap_ns: int,
     lock_stats: str | None,
+    profile_with: str = "off",
 ) -> dict[str, Any]:
     """Run() with every child, directory and tracefs instance OWN's."""
     lock_reason = lock_stats_reason(lock_stats)
+    profile_reason = profile_reason_for(profile_with)
     recorder = (
         lockstat.Recorder(int(spec["tasks"]), own) if lock_reason is None else None
+    )
+    profiler = (
+        profile.Recorder(int(spec["tasks"]), own) if profile_reason is None else None
     )
     probed = (
         trace.probe(trace_method)
@@ -322,11 +343,12 @@ def _run_owned(
         else trace.Probe(None, {"off": "no traced phase (--trace-seconds 0)"})
     )
     tracer = trace.make_tracer(probed.method, own, gap_ns) if probed.method else None
-    phases = _Phases(tracer, recorder)
-    tracing = locks = None
+    phases = _Phases(tracer, recorder, profiler)
+    tracing = locks = profiled = None
     try:
-        if recorder is not None:
-            recorder.launch()
+        for rec in (recorder, profiler):
+            if rec is not None:
+                rec.launch()
         result = run_engine({**spec, "trace_s": trace_s if tracer else 0}, phases, own)
         if phases.traced:
             try:
@@ -340,12 +362,37 @@ def _run_owned(
                 phases.lock_error = f"perf lock contention failed: {exc}"
             except subprocess.TimeoutExpired:
                 phases.lock_error = "perf lock contention took over 600 s"
+        if profiler is not None and phases.profile_error is None:
+            try:
+                profiled = profiler.result()
+            except (OSError, ValueError, RuntimeError) as exc:
+                phases.profile_error = f"perf report failed: {exc}"
+            except subprocess.TimeoutExpired:
+                phases.profile_error = "perf report took over 600 s"
     finally:
-        if recorder is not None:
-            recorder.abort()
-    return merge(
+        for rec in (recorder, profiler):
+            if rec is not None:
+                rec.abort()
+    merged = merge(
         result, phases, probed, tracing, locks, lock_reason or phases.lock_error
     )
+    profile.merge(
+        merged, profiled, profile_reason or phases.profile_error or "perf record failed"
+    )
+    return merged
+
+
+def profile_reason_for(choice: str) -> str | None:
+    """None if the perf-profile is to be recorded, else why not.
+
+    An explicit "perf" that cannot record here is refused (exit 2).
+    """
+    if choice == "off":
+        return "off (--profile off, the default; --profile perf records it)"
+    reason = profile.probe()
+    if reason is not None:
+        raise BadInput(f"--profile perf: {reason}; use --profile off")
+    return None
 
 
 def lock_stats_reason(choice: str | None) -> str | None:

@@ -43,9 +43,9 @@ void dram_init(void)
  * Write a page at @page, after @reads pages read (a copy reads one): the
  * core works @core_ps, the channels of the page's node carry the bytes (a
  * CPU without ERMS reads every line for ownership first), and a page on
- * another node costs its first remote miss.
+ * another node costs its first remote miss; all of it is @term's time.
  */
-void dram_write_page(const struct page *page, u64 core_ps, int reads)
+void dram_write_page(const struct page *page, u64 core_ps, int reads, int term)
 {
 	struct vcpu_hot *v = current_vcpu;
 	int nid = zone_to_nid(page_zone(page));
@@ -57,5 +57,6 @@ void dram_write_page(const struct page *page, u64 core_ps, int reads)
 		done += sim_machine.remote_page_ps;
 	if (*booked > done + DRAM_SLACK_PS)
 		done = *booked - DRAM_SLACK_PS;
+	v->prof[term] += done - v->clock;
 	v->clock = done;
 }

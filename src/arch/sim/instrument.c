@@ -127,6 +127,7 @@ void sim_instrument_start(const struct instrument *in)
 static void charge(struct vcpu_hot *v, u64 ps, bool locked)
 {
 	v->clock += ps;
+	v->prof[PROF_INSTRUMENT] += ps;
 	v->stats->events[INSTR_CHARGED_PS] += ps;
 	if (locked)
 		v->stats->events[INSTR_LOCKED_PS] += ps;

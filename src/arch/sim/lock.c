@@ -133,9 +133,13 @@ void spin_lock_caller(spinlock_t *lock, const struct lock_caller *caller)
 	 */
 	lock->acquired = me->hot.clock;
 	steal_while_spun(me, lock, waited);
-	if (lock->last_cpu >= 0)
-		me->hot.clock += sim_machine.lock_pull[lock->cls][cpu_distance(
+	if (lock->last_cpu >= 0) {
+		u64 pull = sim_machine.lock_pull[lock->cls][cpu_distance(
 			lock->last_cpu, me->hot.id)];
+
+		me->hot.clock += pull;
+		st->callers[caller->id].pull_ps += pull;
+	}
 	lock_stat_acquired(st, caller);
 }
 

@@ -622,3 +622,8 @@ enum cpu_distance cpu_distance(int a, int b)
 		return DIST_SOCKET;
 	return DIST_REMOTE;
 }
+
+bool engine_clear_page_erms(void)
+{
+	return sim_machine.hw.erms;
+}

@@ -121,8 +121,13 @@ static inline struct vcpu *cur(void)
 /* The statistics of a CPU past its measured window go nowhere. */
 void stats_detach(void)
 {
-	if (current_vcpu->id >= 0)
-		current_vcpu->stats = cpu_stats_sink(current_vcpu->id);
+	struct vcpu_hot *v = current_vcpu;
+
+	if (v->id < 0)
+		return;
+	stats_window_end(v->stats, now_ns());
+	v->stats = cpu_stats_sink(v->id);
+	v->prof = v->stats->prof_ps;
 }
 
 /* The CPU running now. */
@@ -237,11 +242,13 @@ int sim_init(int n)
 	heap_len = 0;
 	sim_scale_max_schedule(NULL, NULL, 0);
 	main_vcpu.hot.stats = &main_stats;
+	main_vcpu.hot.prof = main_stats.prof_ps;
 	main_vcpu.hot.cost = no_cost;
 	main_vcpu.hot.id = -1;
 	for (int i = 0; i < n; i++) {
 		vcpus[i].hot.id = i;
 		vcpus[i].hot.stats = cpu_stats_of(i);
+		vcpus[i].hot.prof = vcpus[i].hot.stats->prof_ps;
 		vcpus[i].hot.cost = vcpus[i].cost;
 	}
 	current_vcpu = &main_vcpu.hot;

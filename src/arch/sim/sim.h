@@ -135,7 +135,7 @@ void sim_topology_init(void);
 
 /* dram.c */
 void dram_init(void);
-void dram_write_page(const struct page *page, u64 core_ps, int reads);
+void dram_write_page(const struct page *page, u64 core_ps, int reads, int term);
 
 /* instrument.c */
 extern u64 sim_perf_period; /* ps between perf samples; 0: no sampling */

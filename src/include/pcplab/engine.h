@@ -110,5 +110,10 @@ int engine_nr_nodes(void);
 cJSON *engine_machine_json(const struct spec *spec);
 /* The result's "instrument": what measured, its costs, what they came to. */
 cJSON *engine_instrument_json(const struct spec *s, const struct run_result *r);
+/* Whether the machine's clear_page() is rep stosb (ERMS). */
+bool engine_clear_page_erms(void);
+
+/* perf_profile.c: the result's perf_profile (the sim engine's). */
+cJSON *perf_profile_json(const struct spec *s, const struct run_result *r);
 
 #endif

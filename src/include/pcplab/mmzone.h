@@ -7,6 +7,8 @@
 #ifndef PCPLAB_MMZONE_H
 #define PCPLAB_MMZONE_H
 
+#include <string.h>
+
 #include "list.h"
 #include "platform.h"
 #include "histogram.h"
@@ -219,6 +221,7 @@ struct lock_caller_stat {
 	u64 contended; /* acquisitions that had to wait */
 	u64 wait_ns; /* time spent spinning */
 	u64 max_wait_ns;
+	u64 pull_ps; /* sim: holds' start, pulling the last holder's lines */
 };
 
 struct lock_stat {
@@ -291,9 +294,26 @@ struct cpu_stats {
 	u64 ops; /* workload operations */
 	u64 events[NR_PCP_STAT_ITEMS];
 	u64 busy_ns; /* time this CPU ran the workload */
+	u64 prof_ps[NR_PROF_TERMS]; /* sim: time per enum prof_term */
+	u64 window_from_ns; /* when these statistics started (0: not yet) */
+	u64 window_ns; /* how long they covered, once closed */
 	struct lock_stat lock[NR_LOCK_CLASSES];
 	struct hist latency[NR_LATENCY_ITEMS] ____cacheline_aligned;
 } ____cacheline_aligned;
+
+/* Start @st afresh at @now_ns: measuring starts on this CPU. */
+static inline void stats_window_start(struct cpu_stats *st, u64 now_ns)
+{
+	memset(st, 0, sizeof(*st));
+	st->window_from_ns = now_ns ? now_ns : 1;
+}
+
+/* Close @st's window at @now_ns (before its CPU's statistics go nowhere). */
+static inline void stats_window_end(struct cpu_stats *st, u64 now_ns)
+{
+	if (st->window_from_ns && !st->window_ns)
+		st->window_ns = now_ns - st->window_from_ns;
+}
 
 /*
  * The zone-lock relinquish policy while freeing: Joshua Hahn's linux-mm

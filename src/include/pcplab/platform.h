@@ -78,6 +78,19 @@ enum cost_kind {
 	NR_COST_KINDS,
 };
 
+/*
+ * Where a CPU's time goes, for the result's perf_profile: every cost kind,
+ * and the time the simulator spends outside cost() (src/engine/perf_profile.c
+ * maps each to the kernel function a perf sample would land in).
+ */
+enum prof_term {
+	PROF_USER_WRITE =
+		NR_COST_KINDS, /* the workload's own stores to a page */
+	PROF_DELAY, /* delay_ns(): a workload's own timing, polling */
+	PROF_INSTRUMENT, /* the instrument's own cost (src/arch/sim/instrument.c) */
+	NR_PROF_TERMS,
+};
+
 struct page;
 struct cpu_stats;
 

@@ -20,6 +20,7 @@ struct vcpu_hot {
 	int id;
 	u32 fgraph_depth; /* traced functions function_graph-children is in */
 	struct cpu_stats *stats;
+	u64 *prof; /* stats->prof_ps: ps spent per enum prof_term */
 	const u64 *cost; /* ps per unit, per cost_kind */
 	u64 jitter_rng; /* xorshift state for the work jitter */
 	u64 fault_fixed, fault_var; /* fault work: fixed + var * Exp(1) */
@@ -112,6 +113,7 @@ static inline u64 now_ns(void)
 static inline void cost(enum cost_kind kind, unsigned long n)
 {
 	struct vcpu_hot *v = current_vcpu;
+	u64 ps;
 
 	if (kind == COST_FAULT_BASE && v->fault_var) {
 		u64 x = v->jitter_rng;
@@ -120,11 +122,13 @@ static inline void cost(enum cost_kind kind, unsigned long n)
 		x ^= x >> 7;
 		x ^= x << 17;
 		v->jitter_rng = x;
-		v->clock += v->fault_fixed +
-			    ((v->fault_var * exp_quantiles[x >> 56]) >> 16);
-		return;
+		ps = v->fault_fixed +
+		     ((v->fault_var * exp_quantiles[x >> 56]) >> 16);
+	} else {
+		ps = v->cost[kind] * n;
 	}
-	v->clock += v->cost[kind] * n;
+	v->clock += ps;
+	v->prof[kind] += ps;
 }
 
 /*
@@ -194,9 +198,10 @@ static inline u64 spin_hold_ns(const spinlock_t *lock)
 static inline void delay_ns(u64 ns)
 {
 	current_vcpu->clock += ns * 1000;
+	current_vcpu->prof[PROF_DELAY] += ns * 1000;
 }
 
-void dram_write_page(const struct page *page, u64 core_ps, int reads);
+void dram_write_page(const struct page *page, u64 core_ps, int reads, int term);
 
 /*
  * A simulated frame has no bytes: clearing it costs the core's time and a
@@ -204,20 +209,23 @@ void dram_write_page(const struct page *page, u64 core_ps, int reads);
  */
 static inline void clear_page(struct page *page)
 {
-	dram_write_page(page, current_vcpu->cost[COST_CLEAR_PAGE], 0);
+	dram_write_page(page, current_vcpu->cost[COST_CLEAR_PAGE], 0,
+			COST_CLEAR_PAGE);
 }
 
 /* A COW copy reads one frame and writes another. */
 static inline void copy_page(struct page *to, const struct page *from)
 {
-	dram_write_page(to, current_vcpu->cost[COST_COPY_PAGE], 1);
+	dram_write_page(to, current_vcpu->cost[COST_COPY_PAGE], 1,
+			COST_COPY_PAGE);
 }
 
-/* Writing a whole page costs about what clearing it does. */
+/* Writing a whole page costs about what clearing it does, in user space. */
 static inline void write_page(struct page *page, size_t bytes)
 {
 	if (bytes >= PAGE_SIZE / 2)
-		clear_page(page);
+		dram_write_page(page, current_vcpu->cost[COST_CLEAR_PAGE], 0,
+				PROF_USER_WRITE);
 }
 
 #endif
