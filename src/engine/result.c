@@ -245,7 +245,12 @@ static void add_contention(cJSON *root, const struct spec *s,
 			   const struct run_result *r)
 {
 	const struct cpu_stats *t = &r->total;
-	double cpu_ns = (double)t->busy_ns;
+	/*
+	 * Over the CPU time the waits were counted in: the sim closes each
+	 * CPU's statistics window (its perf profile's denominator too); the
+	 * native engine has each task's own measured span.
+	 */
+	double cpu_ns = (double)(t->window_ns ? t->window_ns : t->busy_ns);
 	cJSON *c = cJSON_AddObjectToObject(root, "contention");
 	cJSON *locks = cJSON_AddObjectToObject(root, "locks");
 	struct lock_caller_stat sum[NR_LOCK_CLASSES];
