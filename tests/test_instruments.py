@@ -9,11 +9,11 @@ samples at its period. Without an instrument the result does not mention one.
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
 
-from pcplab import engine, machines
+from pcplab import machines
+from test_sim import raw_run
 
 # Huang Ying's 2023 setup, small and short: pcp->high = 2 x batch.
 SPEC = {
@@ -34,14 +34,7 @@ def run(instrument: str | None = None) -> dict:
     spec = {**SPEC, "machine": machines.load_profile("sapphire-rapids")}
     if instrument is not None:
         spec["instrument"] = instrument
-    proc = subprocess.run(
-        [engine.engine_binary("sim"), "run"],
-        input=json.dumps(spec).encode(),
-        capture_output=True,
-        timeout=600,
-        check=True,
-    )
-    return json.loads(proc.stdout)
+    return json.loads(raw_run(spec))
 
 
 def test_no_instrument_leaves_no_trace_in_the_result():

@@ -356,19 +356,9 @@ def _run_owned(
             except (OSError, ValueError) as exc:
                 phases.trace_error = f"the trace could not be analysed: {exc}"
         if recorder is not None and phases.lock_error is None:
-            try:
-                locks = recorder.result()
-            except (OSError, ValueError, RuntimeError) as exc:
-                phases.lock_error = f"perf lock contention failed: {exc}"
-            except subprocess.TimeoutExpired:
-                phases.lock_error = "perf lock contention took over 600 s"
+            locks, phases.lock_error = _perf_result(recorder, "perf lock contention")
         if profiler is not None and phases.profile_error is None:
-            try:
-                profiled = profiler.result()
-            except (OSError, ValueError, RuntimeError) as exc:
-                phases.profile_error = f"perf report failed: {exc}"
-            except subprocess.TimeoutExpired:
-                phases.profile_error = "perf report took over 600 s"
+            profiled, phases.profile_error = _perf_result(profiler, "perf report")
     finally:
         for rec in (recorder, profiler):
             if rec is not None:
@@ -393,6 +383,16 @@ def profile_reason_for(choice: str) -> str | None:
     if reason is not None:
         raise BadInput(f"--profile perf: {reason}; use --profile off")
     return None
+
+
+def _perf_result(recorder: Any, what: str) -> tuple[Any, str | None]:
+    """Return a perf recorder's result, or None and why WHAT failed."""
+    try:
+        return recorder.result(), None
+    except (OSError, ValueError, RuntimeError) as exc:
+        return None, f"{what} failed: {exc}"
+    except subprocess.TimeoutExpired:
+        return None, f"{what} took over 600 s"
 
 
 def lock_stats_reason(choice: str | None) -> str | None:
