@@ -60,7 +60,6 @@ void merge_cpu_stats(struct cpu_stats *total)
 		for (int i = 0; i < NR_PROF_TERMS; i++)
 			total->prof_ps[i] += s->prof_ps[i];
 		total->ops += s->ops;
-		total->busy_ns += s->busy_ns;
 		total->window_ns += s->window_ns;
 	}
 }
@@ -245,12 +244,8 @@ static void add_contention(cJSON *root, const struct spec *s,
 			   const struct run_result *r)
 {
 	const struct cpu_stats *t = &r->total;
-	/*
-	 * Over the CPU time the waits were counted in: the sim closes each
-	 * CPU's statistics window (its perf profile's denominator too); the
-	 * native engine has each task's own measured span.
-	 */
-	double cpu_ns = (double)(t->window_ns ? t->window_ns : t->busy_ns);
+	/* over the CPU time the waits were counted in (the profile's too) */
+	double cpu_ns = (double)t->window_ns;
 	cJSON *c = cJSON_AddObjectToObject(root, "contention");
 	cJSON *locks = cJSON_AddObjectToObject(root, "locks");
 	struct lock_caller_stat sum[NR_LOCK_CLASSES];

@@ -51,7 +51,6 @@ void task_tick(struct task *t)
 	if (!t->measuring && now >= READ_ONCE(t->measure_ns)) {
 		t->measuring = true;
 		t->ops_at_measure = t->ops_at_tick = t->ops;
-		t->measured_from = now;
 		stats_window_start(this_cpu_stats(), now);
 	}
 	while (t->measuring && t->steps_passed < t->nr_steps &&
@@ -77,13 +76,12 @@ void task_tick(struct task *t)
 
 /*
  * Close @t's measured window: its CPU's time in it (the denominator of the
- * lock waits it counted, which may run past the deadline to the next tick)
- * goes with its statistics, and later ones go nowhere.
+ * lock waits and of the profile it counted, which may run past the deadline
+ * to the next tick) goes with its statistics, and later ones go nowhere.
  */
 void task_stats_detach(struct task *t)
 {
-	if (t->measuring)
-		this_cpu_stats()->busy_ns = now_ns() - t->measured_from;
+	stats_window_end(this_cpu_stats(), now_ns());
 	stats_detach();
 }
 

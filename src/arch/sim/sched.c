@@ -125,7 +125,6 @@ void stats_detach(void)
 
 	if (v->id < 0)
 		return;
-	stats_window_end(v->stats, now_ns());
 	v->stats = cpu_stats_sink(v->id);
 	v->prof = v->stats->prof_ps;
 }

@@ -293,7 +293,6 @@ enum latency_item {
 struct cpu_stats {
 	u64 ops; /* workload operations */
 	u64 events[NR_PCP_STAT_ITEMS];
-	u64 busy_ns; /* time this CPU ran the workload */
 	u64 prof_ps[NR_PROF_TERMS]; /* sim: time per enum prof_term */
 	u64 window_from_ns; /* when these statistics started (0: not yet) */
 	u64 window_ns; /* how long they covered, once closed */

@@ -33,7 +33,6 @@ struct task {
 	u64 measure_ns; /* measuring starts here: statistics reset */
 	u64 deadline_ns; /* the task stops here (U64_MAX: when told) */
 	bool measuring;
-	u64 measured_from; /* the clock when measuring started */
 	u64 ops_at_measure; /* ops when measuring started */
 	u64 ops_at_deadline; /* ops when the deadline was seen */
 	u64 ops_at_tick; /* ops at the previous task_tick() */
