@@ -215,7 +215,7 @@ def info_command(no_probe: bool, as_json: bool) -> None:
     else:
         probed = trace.probe()
         if probed.mounted_tracefs:
-            trace.unmount_tracefs()
+            owner.unmount(str(trace.TRACEFS))
     info = {
         "kernel": procfs.kernel_release(),
         "cpus": os.cpu_count(),

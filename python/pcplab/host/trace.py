@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from pcplab.host import journal
 from pcplab.host.bursts import (
     DEFAULT_GAP_NS,
     Burst,
@@ -45,7 +46,7 @@ from pcplab.host.bursts import (
 from pcplab.host.owner import Owner, remove_instance
 from pcplab.host.ringbuffer import decode_raw, parse_format, parse_header_page
 
-TRACEFS = Path("/sys/kernel/tracing")
+TRACEFS = journal.TRACEFS
 KALLSYMS = Path("/proc/kallsyms")
 BTF_VMLINUX = Path("/sys/kernel/btf/vmlinux")
 REFILL_EVENT = "kmem/mm_page_alloc_zone_locked"
@@ -137,11 +138,6 @@ def ensure_tracefs() -> tuple[bool, str | None]:
         detail = getattr(exc, "stderr", "") or str(exc)
         return False, f"tracefs is not mounted and cannot be: {detail.strip()}"
     return True, None
-
-
-def unmount_tracefs() -> None:
-    """Unmount the tracefs that ensure_tracefs() mounted."""
-    subprocess.run(["umount", str(TRACEFS)], check=False, capture_output=True)
 
 
 def _bpftrace_attaches(program: str) -> str:
