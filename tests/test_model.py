@@ -97,6 +97,14 @@ def test_scale_max_bounds_refill_size():
     assert per_call(large, "pages_refilled", "refills") > 63
 
 
+def test_no_alloc_scaling_refills_exactly_batch():
+    """no_alloc_scaling (the kernel before c0a242394cb9) refills batch; 6.18 more."""
+    plain = native(batch=63, high=2000, no_alloc_scaling=True)
+    assert plain["pcp"]["pages_refilled"] == 63 * plain["pcp"]["refills"]
+    scaled = native(batch=63, high=2000)
+    assert per_call(scaled, "pages_refilled", "refills") > 63
+
+
 def test_scale_max_changes_while_running():
     """A scale-max schedule is applied mid-run and the run stays consistent."""
     result = native(scale_max=5, scale_max_schedule=[[0.2, 0], [0.6, 6]])

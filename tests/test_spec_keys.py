@@ -268,7 +268,7 @@ def test_a_row_of_some_generations_is_refused_on_the_others():
     assert rows
     kernels = spec_keys.table()["kernel"].choices
     for row in rows:
-        value = [[0, 1]] if row.type == "list" else 1
+        value = {"list": [[0, 1]], "bool": True}.get(row.type, 1)
         for kernel in kernels:
             spec = {**BASE["sim"], "kernel": kernel, row.name: value}
             if kernel in row.kernels:

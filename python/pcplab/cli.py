@@ -279,6 +279,7 @@ def pagesets(
 @schedule_option()
 @option("relinquish", "--relinquish")
 @option("no_free_scaling", "--no-free-scaling", is_flag=True)
+@option("no_alloc_scaling", "--no-alloc-scaling", is_flag=True)
 @option("memory_mib", "--memory-mib", metavar="M")
 @option("size_mib", "--size-mib", metavar="M")
 @option("seed", "--seed", metavar="N")
@@ -320,6 +321,7 @@ def run(
     scale_max_schedule: str | None,
     relinquish: str | None,
     no_free_scaling: bool,
+    no_alloc_scaling: bool,
     memory_mib: int | None,
     size_mib: int | None,
     seed: int | None,
@@ -408,6 +410,8 @@ def run(
         spec["scale_max_schedule"] = schedule
     if no_free_scaling:
         spec["no_free_scaling"] = True
+    if no_alloc_scaling:
+        spec["no_alloc_scaling"] = True
     if cross_free:
         spec["cross_free"] = True
     if nodes is not None:

@@ -21,6 +21,7 @@ from pcplab.errors import BadInput
 PACKAGE = Path(__file__).resolve().parent
 REFERENCE = PACKAGE / "reference"
 HELDOUT = PACKAGE / "heldout"  # published figures the fit never reads
+RECORD = PACKAGE / "record"  # the mined public record (record/README.md)
 EXPERIMENTS = PACKAGE / "experiments"
 _chosen: list[Path] = []  # the --reference of the running command, if any
 
@@ -92,6 +93,14 @@ def reference_file(name: str) -> Path:
             f"the reference directory {path.parent} has no {name}.csv; give one "
             f"holding every CSV of {REFERENCE}"
         )
+    return path
+
+
+def record_file(name: str) -> Path:
+    """Return the record CSV NAME.csv (pcplab/record/), or refuse in one line."""
+    path = RECORD / f"{name}.csv"
+    if not path.is_file():
+        raise BadInput(f"the public record {RECORD} has no {name}.csv")
     return path
 
 

@@ -123,7 +123,9 @@ int rmqueue_bulk(struct zone *zone, unsigned int order, unsigned long count,
  * for order 0 (alloc_factor grows by one per refill without an intervening
  * free, up to pcp_batch_scale_max), bounded by the room left under high;
  * high itself grows by the refill while the zone is not below its high
- * watermark. Before v6.7 the refill is a fixed batch.
+ * watermark. Before v6.7 the refill is a fixed batch; no_alloc_scaling
+ * keeps the factor at 0, as before c0a242394cb9 ("mm, page_alloc: scale
+ * the number of pages that are batch allocated").
  */
 int __nr_pcp_alloc(struct per_cpu_pages *pcp, struct zone *zone,
 		   unsigned int order)
@@ -149,6 +151,8 @@ int __nr_pcp_alloc(struct per_cpu_pages *pcp, struct zone *zone,
 	 * bound the factor at its use as well as at its growth.
 	 */
 	factor = min((int)pcp->alloc_factor, scale_max());
+	if (pcp_policy.no_alloc_scaling)
+		factor = 0;
 	nr = order ? base : base << factor;
 
 	if (high_min != high_max && !test_bit(ZONE_BELOW_HIGH, &zone->flags))

@@ -17,6 +17,8 @@ from typing import Any
 from pcplab import charts, data, machines, runs
 from pcplab.errors import BadInput
 from pcplab.render import md_table
+from pcplab.stats import change_pct
+from pcplab.tolerance import Kind, Residual, add
 
 
 def own_name(module: str) -> str:
@@ -205,3 +207,249 @@ class Option:
     metavar: str
     help: str
     check: Callable[[str], Any] | None = None  # raises BadInput on a bad value
+
+
+def record_rows(name: str, split: str | None = None) -> list[dict[str, str]]:
+    """Return the rows of pcplab/record/NAME.csv (of SPLIT only, if given)."""
+    with open(data.record_file(name), newline="") as f:
+        rows = list(csv.DictReader(f))
+    return rows if split is None else [r for r in rows if r["split"] == split]
+
+
+# LKP's perf-profile rows the model has a figure for: the metric's tail after
+# "perf-profile.", and the figure (pcplab.experiments._common.lkp_figures).
+LKP_FIGURES = {
+    "calltrace.cycles-pp.native_queued_spin_lock_slowpath._raw_spin_lock_irqsave"
+    ".rmqueue_bulk": "zone_alloc",
+    "calltrace.cycles-pp.native_queued_spin_lock_slowpath._raw_spin_lock_irqsave"
+    ".free_pcppages_bulk": "zone_free",
+    "calltrace.cycles-pp.native_queued_spin_lock_slowpath._raw_spin_lock_irqsave"
+    ".folio_lruvec_lock_irqsave.release_pages": "lru_free",
+    "calltrace.cycles-pp.native_queued_spin_lock_slowpath._raw_spin_lock_irqsave"
+    ".folio_lruvec_lock_irqsave.folio_batch_move_lru": "lru_fault",
+    "self.cycles-pp.native_queued_spin_lock_slowpath": "spin",
+    "children.cycles-pp.native_queued_spin_lock_slowpath": "spin",
+    "children.cycles-pp.rmqueue_bulk": "in_rmqueue_bulk",
+    "children.cycles-pp.free_pcppages_bulk": "in_free_pcppages_bulk",
+}
+# The model's lock waits each LKP call chain is: (lock, caller).
+_LOCK_CALLERS = {
+    "zone_alloc": ("zone_lock", "rmqueue_bulk"),
+    "zone_free": ("zone_lock", "free_pcppages_bulk"),
+    "lru_free": ("lru_lock", "release_pages"),
+    "lru_fault": ("lru_lock", "folio_batch_move_lru"),
+}
+
+
+def lkp_figure(metric: str) -> str | None:
+    """Return the model's figure for an LKP row ("score", "zone_free"...), or None."""
+    if metric.startswith("will-it-scale.per_"):
+        return "score"
+    tail = metric.removeprefix("perf-profile.")
+    return next((f for m, f in LKP_FIGURES.items() if tail.startswith(m)), None)
+
+
+def lkp_figures(res: dict[str, Any]) -> dict[str, float]:
+    """Return a sim result's figures as LKP's: score, shares of CPU time (%)."""
+    cpu_ns = res["tasks"] * res["duration_s"] * 1e9
+    out = {
+        "score": res["throughput"]["ops_per_task_per_s"],
+        "spin": res["contention"]["total_pct"],
+    }
+    for figure, (lock, caller) in _LOCK_CALLERS.items():
+        waits = res["locks"][lock]["callers"]
+        ns = sum(c["total_wait_ns"] for c in waits if c["caller"] == caller)
+        out[figure] = 100 * ns / cpu_ns
+    for fn in ("rmqueue_bulk", "free_pcppages_bulk"):
+        lat = res["latency_ns"][fn]
+        out[f"in_{fn}"] = 100 * lat["count"] * lat["avg"] / cpu_ns
+    return out
+
+
+def pinned(spec: dict[str, Any]) -> dict[str, Any]:
+    """Return SPEC with high = "high_min" replaced by the zone's computed high_min.
+
+    pcp->high fixed at what the kernel computes without auto-tuning (high_min,
+    the v6.6 zone_highsize()): read from the pagesets of a 1 ms run of SPEC.
+    """
+    if spec.get("high") != "high_min":
+        return spec
+    probe = {k: v for k, v in spec.items() if k != "high"}
+    res = runs.run_specs([{**probe, "duration_s": 0.001, "warmup_s": 0}], 1)[0]
+    return {**spec, "high": min(z["high_min"] for z in res["pagesets"])}
+
+
+def lkp_change_run(
+    name: str, quick: bool, workers: int, scheduler: Any
+) -> list[dict[str, Any]]:
+    """Run an LKP commit's two kernels (TOML [base], [new]); a row per figure.
+
+    The rows are the record CSV's rows of the TOML's `test` and `split`; each
+    carries the published base, new and change beside the model's.
+    """
+    exp = load_experiment(name)
+    rows = [
+        r for r in record_rows(exp["record"], exp["split"]) if r["test"] == exp["test"]
+    ]
+    hosts = sorted({r["lkp_host"] for r in rows})
+    base = {**exp["spec"], **timing(mode_table(exp, quick))}
+    specs = [
+        pinned(sim_spec(profile_for(exp, h), **base, **exp[side]))
+        for h in hosts
+        for side in ("base", "new")
+    ]
+    results = iter(run_specs(name, specs, workers, scheduler))
+    model = {h: (lkp_figures(next(results)), lkp_figures(next(results))) for h in hosts}
+    out = []
+    for r in rows:
+        figure = lkp_figure(r["metric"])
+        row: dict[str, Any] = {
+            "machine": r["lkp_host"],
+            "profile": profile_for(exp, r["lkp_host"]),
+            "split": r["split"],
+            "metric": r["metric"],
+            "figure": figure or "",
+            "unit": r["change_unit"],
+            "base_published": float(r["base_value"]),
+            "new_published": float(r["new_value"]),
+            "change_published": float(r["change"]),
+        }
+        if figure:
+            b, n = model[r["lkp_host"]][0][figure], model[r["lkp_host"]][1][figure]
+            row |= {
+                "base_model": b,
+                "new_model": n,
+                "change_model": change_pct(b, n) if figure == "score" else n - b,
+            }
+        out.append(row)
+    return out
+
+
+def lkp_kinds(prefix: str, split: str) -> dict[str, Any]:
+    """Return the kinds of figure of an LKP commit experiment, named PREFIX_*."""
+    return {
+        f"{prefix}_change": Kind(False, 5, f"score change, {prefix} ({split})"),
+        f"{prefix}_zone": Kind(False, 10, f"zone->lock share, {prefix} ({split})"),
+        f"{prefix}_lru": Kind(False, 10, f"LRU lock share, {prefix} ({split})"),
+    }
+
+
+def lkp_residuals(
+    prefix: str, rows: list[dict[str, Any]], not_scored: Sequence[str] = ()
+) -> list[Residual]:
+    """Residuals: the headline score's change, each lock share before and after.
+
+    NOT_SCORED: "figure.side" the record says is not that figure (a call
+    chain named otherwise on that kernel).
+    """
+    kinds = lkp_kinds(prefix, "")
+    out: list[Residual] = []
+    for r in rows:
+        figure = r["figure"]
+        if figure == "score" and ".per_" in r["metric"]:
+            add(
+                out,
+                kinds,
+                r["machine"],
+                f"{prefix}_change",
+                "score",
+                r["change_model"],
+                r["change_published"],
+            )
+        kind = {"zone": f"{prefix}_zone", "lru_": f"{prefix}_lru"}.get(figure[:4])
+        if kind is None:
+            continue
+        for side in ("base", "new"):
+            if f"{figure}.{side}" in not_scored:
+                continue
+            add(
+                out,
+                kinds,
+                r["machine"],
+                kind,
+                f"{figure}.{side}",
+                r[f"{side}_model"],
+                r[f"{side}_published"],
+            )
+    return out
+
+
+def _short(metric: str) -> str:
+    """Return an LKP metric's name shortened: the spinlock frames as "slowpath <"."""
+    for long, short in (
+        ("perf-profile.", ""),
+        ("cycles-pp.", ""),
+        ("native_queued_spin_lock_slowpath._raw_spin_lock_irqsave.", "slowpath < "),
+    ):
+        metric = metric.replace(long, short)
+    return metric
+
+
+def lkp_cells(r: dict[str, Any]) -> list[str]:
+    """Return a row's cells: metric, published base -> new (change), the model's."""
+    unit = "%" if r["unit"] == "pct" else " pp"
+
+    def side(who: str) -> str:
+        if who == "model" and not r["figure"]:
+            return "(no model figure)"
+        b, n, c = (r[f"{k}_{who}"] for k in ("base", "new", "change"))
+        fmt = ".0f" if r["figure"] == "score" or b > 1000 else ".2f"
+        return f"{b:{fmt}} -> {n:{fmt}} ({c:+.1f}{unit})"
+
+    return [r["machine"], _short(r["metric"]), side("published"), side("model")]
+
+
+LKP_HEADER = ["LKP host", "metric", "published base -> new (change)", "model"]
+
+
+def lkp_text(rows: list[dict[str, Any]], spec: dict[str, Any]) -> str:
+    """Return an LKP commit experiment's figures, published beside the model."""
+    out = [
+        instrument_line(spec),
+        f"{spec['commit']}: base {spec['base_note']}; new {spec['new_note']}",
+        *md_table(LKP_HEADER, [lkp_cells(r) for r in rows]),
+    ]
+    return "\n".join(out) + "\n"
+
+
+def lkp_section(name: str, rows: list[dict[str, Any]], intro: str) -> list[str]:
+    """Return an LKP commit experiment's docs/fidelity.md section."""
+    return table_section(name, intro, LKP_HEADER, [lkp_cells(r) for r in rows])
+
+
+@dataclass(frozen=True)
+class LkpChange:
+    """The contract of an LKP commit experiment (pcplab/experiments/__init__.py).
+
+    NAME: the module's; PREFIX names its kinds; SPLIT says how its rows stand.
+    """
+
+    name: str
+    prefix: str
+    split: str
+
+    @property
+    def kinds(self) -> dict[str, Kind]:
+        """Return its kinds of figure."""
+        return lkp_kinds(self.prefix, self.split)
+
+    def run(
+        self, quick: bool, workers: int, *, scheduler: Any = None
+    ) -> list[dict[str, Any]]:
+        """Run the commit's parent ([base]) and the commit ([new])."""
+        return lkp_change_run(self.name, quick, workers, scheduler)
+
+    def residuals(self, rows: list[dict[str, Any]]) -> list[Residual]:
+        """Residuals of the score's change and the zone->lock and LRU shares."""
+        exp = load_experiment(self.name)
+        return lkp_residuals(self.prefix, rows, exp.get("not_scored", []))
+
+    def text(self, rows: list[dict[str, Any]], spec: dict[str, Any]) -> str:
+        """Return every figure of the report, published beside the model."""
+        return lkp_text(rows, spec)
+
+    def section(
+        self, rows: list[dict[str, Any]], cv: list[dict[str, Any]]
+    ) -> list[str]:
+        """Return the docs/fidelity.md table of the report's figures."""
+        return lkp_section(self.name, rows, load_experiment(self.name)["intro"])

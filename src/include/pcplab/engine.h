@@ -30,6 +30,7 @@ struct spec {
 	enum relinquish relinquish;
 	const struct pcp_policy_ops *policy;
 	bool no_free_scaling;
+	bool no_alloc_scaling;
 	unsigned long memory_mib;
 	unsigned long size_mib;
 	unsigned long min_free_kbytes; /* 0: computed */

@@ -429,6 +429,7 @@ struct pcp_policy {
 	int high; /* override, -1 = computed */
 	int high_fraction; /* vm.percpu_pagelist_high_fraction */
 	bool no_free_scaling; /* 2023 debug kernel: drain exactly batch */
+	bool no_alloc_scaling; /* before c0a242394cb9: refill exactly batch */
 	enum relinquish relinquish;
 	int pcp_batch_scale_max;
 	int stat_interval_ms; /* vm.stat_interval: decay period */

@@ -155,6 +155,12 @@ struct spec_key {
 	KEY(no_free_scaling, FIELD(no_free_scaling), NO_FIELD,		\
 	    .type = KEY_BOOL, .engines = ENGINES_MODEL,			\
 	    .help = "Do not scale the free batch (the 2023 debug kernel).") \
+	KEY(no_alloc_scaling, FIELD(no_alloc_scaling), NO_FIELD,	\
+	    .type = KEY_BOOL, .engines = ENGINES_MODEL,			\
+	    .kernels = "6.18, 6.19",					\
+	    .since = "alloc_factor arrived in v6.7 (c0a242394cb9)",	\
+	    .help = "Refill exactly batch (no alloc_factor scaling: "	\
+		    "the kernel before c0a242394cb9).")			\
 	KEY(memory_mib, FIELD(memory_mib), NO_FIELD,			\
 	    .type = KEY_INT, .lo = 16, .hi = SPEC_MAX_MEMORY_MIB,	\
 	    .flags = KEY_COMPUTED, .engines = ENGINES_MODEL,		\
