@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from pcplab import charts, engine, experiments
+from pcplab import charts, data, engine, experiments
 from pcplab.experiments import load_experiment, reference_rows
-from pcplab.experiments._common import heldout_rows
+from pcplab.experiments._common import heldout_rows, lkp_figure
 from pcplab.host.journal import KernelBusy
 
 Rows = list[dict[str, Any]]
@@ -48,6 +48,31 @@ PUBLISHED = {
     "host": [],
     "policies_throughput": [],  # no thread published the policies
     "policies_holds": [],
+    # LKP's reports (pcplab/record/): per-task score base and new, one change a
+    # perf-profile row the model has a figure for
+    "lkp2023allocscale_change": [("record_scores", 2), ("record_shares", 1)],
+    "lkp2023autotune_change": [("record_scores", 2), ("record_shares", 1)],
+    "lkp2023cooperlake_change": [("record_scores", 2), ("record_shares", 1)],
+}
+
+
+def _record(spec: dict[str, Any]) -> Rows:
+    """Return the record rows an LKP commit experiment reads: its test and split."""
+    rows = data.record_rows(spec["record"], spec["split"])
+    return [r for r in rows if r["test"] == spec["test"]]
+
+
+# Rows each kind of published point is one or more points of, from the TOML.
+ROWS: dict[str, Callable[[dict[str, Any]], Rows]] = {
+    "reference": lambda spec: reference_rows(spec["reference"]),
+    "histograms": lambda spec: reference_rows(spec["histograms"]),
+    "heldout": lambda spec: heldout_rows(spec["heldout"]),  # no fit reads them
+    "record_scores": lambda spec: [
+        r for r in _record(spec) if r["metric"].startswith("will-it-scale.per_")
+    ],
+    "record_shares": lambda spec: [
+        r for r in _record(spec) if lkp_figure(r["metric"]) not in (None, "score")
+    ],
 }
 
 
@@ -168,10 +193,7 @@ def _published_points(root: ET.Element) -> int:
 def _expected_points(name: str, stem: str) -> int:
     """Return how many published points plot STEM must show: every row's."""
     spec = load_experiment(name)
-    rows = {"heldout": heldout_rows}  # figures no fit reads; else the reference's
-    return sum(
-        len(rows.get(key, reference_rows)(spec[key])) * n for key, n in PUBLISHED[stem]
-    )
+    return sum(len(ROWS[key](spec)) * n for key, n in PUBLISHED[stem])
 
 
 @pytest.mark.parametrize("name", experiments.names())

@@ -11,6 +11,7 @@ package's copy.
 
 from __future__ import annotations
 
+import csv
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -102,6 +103,13 @@ def record_file(name: str) -> Path:
     if not path.is_file():
         raise BadInput(f"the public record {RECORD} has no {name}.csv")
     return path
+
+
+def record_rows(name: str, split: str | None = None) -> list[dict[str, str]]:
+    """Return the rows of pcplab/record/NAME.csv (of SPLIT only, if given)."""
+    with open(record_file(name), newline="") as f:
+        rows = list(csv.DictReader(f))
+    return rows if split is None else [r for r in rows if r["split"] == split]
 
 
 def heldout_file(name: str) -> Path:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pcplab import experiments
+from pcplab import experiments, recordlist
 from pcplab.fidelity import Spread, reference_machines
 from pcplab.render import md_table
 from pcplab.tolerance import Kind, worst_by_machine
@@ -190,7 +190,8 @@ def render_document(
     ]
     if results.keys() & set(experiments.fitted()):
         head += [render_summary(results, cv, spread), ""]
-    return "\n".join(head) + "\n" + render_markdown(results, cv)
+    tail = "\n".join(recordlist.section())
+    return "\n".join(head) + "\n" + render_markdown(results, cv) + "\n" + tail
 
 
 def splice(existing: str, generated: str) -> str:

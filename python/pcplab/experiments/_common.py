@@ -12,9 +12,11 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pcplab import charts, data, machines, runs
+from pcplab.data import record_rows
 from pcplab.errors import BadInput
 from pcplab.render import md_table
 from pcplab.stats import change_pct
@@ -209,13 +211,6 @@ class Option:
     check: Callable[[str], Any] | None = None  # raises BadInput on a bad value
 
 
-def record_rows(name: str, split: str | None = None) -> list[dict[str, str]]:
-    """Return the rows of pcplab/record/NAME.csv (of SPLIT only, if given)."""
-    with open(data.record_file(name), newline="") as f:
-        rows = list(csv.DictReader(f))
-    return rows if split is None else [r for r in rows if r["split"] == split]
-
-
 # LKP's perf-profile rows the model has a figure for: the metric's tail after
 # "perf-profile.", and the figure (pcplab.experiments._common.lkp_figures).
 LKP_FIGURES = {
@@ -227,11 +222,19 @@ LKP_FIGURES = {
     ".folio_lruvec_lock_irqsave.release_pages": "lru_free",
     "calltrace.cycles-pp.native_queued_spin_lock_slowpath._raw_spin_lock_irqsave"
     ".folio_lruvec_lock_irqsave.folio_batch_move_lru": "lru_fault",
-    "self.cycles-pp.native_queued_spin_lock_slowpath": "spin",
-    "children.cycles-pp.native_queued_spin_lock_slowpath": "spin",
     "children.cycles-pp.rmqueue_bulk": "in_rmqueue_bulk",
     "children.cycles-pp.free_pcppages_bulk": "in_free_pcppages_bulk",
 }
+# Functions calling nothing the profile names, so their self and children
+# shares are one figure: the perf_profile section of a sim result charges them
+# under these names on every generation (docs/machines.md, "Where the cycles
+# go"); other functions' names and inlining changed between v6.7 and 6.18.
+LEAF_FUNCTIONS = (
+    "native_queued_spin_lock_slowpath",
+    "copy_page",
+    "clear_page_erms",
+    "__free_one_page",
+)
 # The model's lock waits each LKP call chain is: (lock, caller).
 _LOCK_CALLERS = {
     "zone_alloc": ("zone_lock", "rmqueue_bulk"),
@@ -246,16 +249,18 @@ def lkp_figure(metric: str) -> str | None:
     if metric.startswith("will-it-scale.per_"):
         return "score"
     tail = metric.removeprefix("perf-profile.")
+    kind, _, fn = tail.partition(".cycles-pp.")
+    if kind in ("self", "children") and fn in LEAF_FUNCTIONS:
+        return f"leaf:{fn}"
     return next((f for m, f in LKP_FIGURES.items() if tail.startswith(m)), None)
 
 
 def lkp_figures(res: dict[str, Any]) -> dict[str, float]:
     """Return a sim result's figures as LKP's: score, shares of CPU time (%)."""
     cpu_ns = res["tasks"] * res["duration_s"] * 1e9
-    out = {
-        "score": res["throughput"]["ops_per_task_per_s"],
-        "spin": res["contention"]["total_pct"],
-    }
+    out = {"score": res["throughput"]["ops_per_task_per_s"]}
+    for fn in LEAF_FUNCTIONS:
+        out[f"leaf:{fn}"] = res["perf_profile"]["self"].get(fn, 0.0)
     for figure, (lock, caller) in _LOCK_CALLERS.items():
         waits = res["locks"][lock]["callers"]
         ns = sum(c["total_wait_ns"] for c in waits if c["caller"] == caller)
@@ -417,6 +422,79 @@ def lkp_section(name: str, rows: list[dict[str, Any]], intro: str) -> list[str]:
     return table_section(name, intro, LKP_HEADER, [lkp_cells(r) for r in rows])
 
 
+def _tick(metric: str) -> str:
+    """Return an LKP metric's plot label: a lock's call chain by lock and caller."""
+    kind, _, chain = metric.removeprefix("perf-profile.").partition(".cycles-pp.")
+    figure = lkp_figure(metric)
+    if kind == "calltrace" and figure in _LOCK_CALLERS:
+        lock, caller = _LOCK_CALLERS[figure]
+        return (
+            f"{lock.replace('_', '->', 1) if lock == 'zone_lock' else lock} < {caller}"
+        )
+    return f"{chain.split('.')[0]} ({kind})"
+
+
+def lkp_plotted(rows: list[dict[str, Any]]) -> tuple[list[dict], list[dict]]:
+    """Return the rows an LKP commit's plot draws: per-task scores, model shares.
+
+    The per-task score (will-it-scale.per_*_ops) is drawn base and new; every
+    perf-profile row the model has a figure for is drawn as its change (pp).
+    """
+    scores = [r for r in rows if r["metric"].startswith("will-it-scale.per_")]
+    shares = [r for r in rows if r["figure"] not in ("", "score")]
+    return scores, shares
+
+
+def lkp_plots(name: str, rows: list[dict[str, Any]], out: Path) -> list[Path]:
+    """Plot an LKP commit's per-task score and perf-profile changes beside LKP's."""
+    exp = load_experiment(name)
+    scores, shares = lkp_plotted(rows)
+    sides = [
+        {"x": float(i), "pub": r[f"{side}_published"]}
+        | {
+            k.replace(f"{side}_model", "model"): v
+            for k, v in r.items()
+            if k.startswith(f"{side}_model")
+        }
+        for r in scores
+        for i, side in enumerate(("base", "new"))
+    ]
+    score = charts.Panel(
+        f"{rows[0]['machine']}, {exp['test']}, {exp['spec']['tasks']} tasks",
+        "kernel",
+        "score (ops/s per task)",
+        [
+            charts.model(sides, "x", "model", "score", style="points"),
+            charts.published(sides, "x", "pub", "score", style="points"),
+        ],
+        xticks=charts.categories(["base", "new"]),
+        from_zero=True,
+    )
+    changes = charts.placed(shares, [float(i) for i in range(len(shares))])
+    profile = charts.Panel(
+        "perf-profile, new - base",
+        "LKP metric",
+        "change of share (pp of cycles)",
+        [
+            charts.model(changes, "x", "change_model", "perf-profile", style="points"),
+            charts.published(
+                changes, "x", "change_published", "perf-profile", style="points"
+            ),
+        ],
+        xticks=charts.categories([_tick(r["metric"]) for r in shares]),
+        zero_line=True,
+    )
+    figure = charts.Figure(
+        out / f"{name}_change",
+        f"{name}: {exp['commit']}",
+        [score, profile],
+        ncols=2,
+        published_note="LKP's report",
+        size=(5.5, 5.0),  # room for the slanted metric names under the panel
+    )
+    return charts.draw(figure)
+
+
 @dataclass(frozen=True)
 class LkpChange:
     """The contract of an LKP commit experiment (pcplab/experiments/__init__.py).
@@ -453,3 +531,7 @@ class LkpChange:
     ) -> list[str]:
         """Return the docs/fidelity.md table of the report's figures."""
         return lkp_section(self.name, rows, load_experiment(self.name)["intro"])
+
+    def plots(self, rows: list[dict[str, Any]], out: Path) -> list[Path]:
+        """Plot the per-task score and the perf-profile changes beside LKP's."""
+        return lkp_plots(self.name, rows, out)

@@ -17,3 +17,4 @@ ORDER = 2023
 _EXP = LkpChange(NAME, "allocscale", "record, fit split, not yet fitted")
 KINDS = _EXP.kinds
 run, residuals, text, section = _EXP.run, _EXP.residuals, _EXP.text, _EXP.section
+plots = _EXP.plots

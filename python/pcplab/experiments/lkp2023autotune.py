@@ -4,7 +4,8 @@ The kernel test robot's report of "mm: tune PCP high automatically" against
 90b41691b988 (its framework, high_min = high_max): page_fault2, 104 threads
 on lkp-skl-fpga01 (pcplab/record/, split `fit`; not yet read by `pcplab
 fit`). The model's 6.18 with pcp->high pinned at high_min, and as it is.
-The report's kbuild and stress-ng rows are listed by `recorded`.
+The report's kbuild and stress-ng rows are listed as not modelled
+(pcplab.recordlist).
 """
 
 from __future__ import annotations
@@ -16,3 +17,4 @@ ORDER = 2023
 _EXP = LkpChange(NAME, "autotune", "record, fit split, not yet fitted")
 KINDS = _EXP.kinds
 run, residuals, text, section = _EXP.run, _EXP.residuals, _EXP.text, _EXP.section
+plots = _EXP.plots

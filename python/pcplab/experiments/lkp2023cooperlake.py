@@ -16,3 +16,4 @@ ORDER = 2023
 _EXP = LkpChange(NAME, "cooperlake", "record, held out")
 KINDS = _EXP.kinds
 run, residuals, text, section = _EXP.run, _EXP.residuals, _EXP.text, _EXP.section
+plots = _EXP.plots
