@@ -136,6 +136,7 @@ def test_the_registry_finds_the_shipped_experiments() -> None:
         "hahn2025",
         "policies",
         "host",
+        "hostmodel",
     ]
     assert experiments.names() == names
     assert experiments.fitted() == ["aaron2018", "ying2023", "yafang2024"]

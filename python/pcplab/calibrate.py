@@ -24,7 +24,7 @@ from typing import Any
 
 import tomli_w
 
-from pcplab import engine, machines
+from pcplab import engine, guards, machines
 from pcplab.errors import BadInput, EngineError
 
 SYSFS_CPU = Path("/sys/devices/system/cpu")
@@ -138,8 +138,27 @@ def _clocks(
     return {"turbo_ghz": max(turbo, all_core), "all_core_ghz": all_core}
 
 
+def busy() -> str | None:
+    """Say how busy this host is when it is too busy to measure, else None.
+
+    Every measurement here times one or two CPUs against the clock: with
+    more runnable tasks than CPUs they time the sharing (a 2-CPU guest at a
+    load of 11 measured a 0.5 GHz clock and a 5 us clear_page), not the part.
+    """
+    load, cpus = os.getloadavg()[0], os.cpu_count() or 1
+    if load <= 0.5 * cpus:
+        return None
+    return f"load average {load:.1f} on {cpus} CPUs"
+
+
 def measure() -> dict[str, Any]:
     """Measure this host; return the profile (without writing it)."""
+    load = busy()
+    if load:
+        guards.warn(
+            "this host is busy while calibrating",
+            [f"{load}: the clocks, latencies and costs measure the sharing"],
+        )
     fast = _bench("bench-fastpath")
     topology = host_topology()
     llc = _llc_bytes()
@@ -158,6 +177,8 @@ def measure() -> dict[str, Any]:
     }
     kernel = _kernel_fault()
     sources = ["bench-fastpath (native engine)", "bench-hostcost"]
+    if load:
+        sources.append(f"measured busy ({load})")
     if kernel is not None:
         base = kernel["fault_ns"] - hw["clear_page_ns"] - pcp_half
         costs["fault_base_ns"] = round(max(base, 0.0), 1)

@@ -1,0 +1,240 @@
+"""hostmodel: this host's kernel beside the model of this host (issue 33 item 2).
+
+The one untraced 6.x kernel at hand is the host's own. Its profile is
+measured first (pcplab.calibrate.measure: sysfs, the bench programs and the
+kernel's own page fault). Each case of the TOML then runs on the kernel
+(`--engine host --profile perf`) and on the sim twice: predicted, from the
+profile's hardware facts alone with every cost from the global constants
+(what the model says of any machine it was not fitted on), and calibrated,
+with the measured costs. Rows carry pages/s and LKP's perf-profile shares;
+the residuals hold both models to 10% of the kernel's throughput and 10
+points of each share.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from pcplab import calibrate, charts, machines, runs
+from pcplab.experiments._common import load_experiment, mode_table, own_name
+from pcplab.host.execute import execute_run
+from pcplab.memguard import mem_available_bytes
+from pcplab.render import md_table
+from pcplab.tolerance import Kind, Residual, add
+
+NAME = own_name(__name__)
+ORDER = 10000  # no thread: after host
+NEEDS_ROOT = "runs the kernel under perf record and measures this host"
+MIB = 1 << 20
+MODELS = ("predicted", "calibrated")
+KINDS = {
+    "hostmodel_throughput": Kind(True, 0.10, "this kernel's pages/s"),
+    "hostmodel_share": Kind(False, 10, "this kernel's perf-profile share"),
+}
+
+
+def _cases(exp: dict[str, Any]) -> list[dict[str, Any]]:
+    """Return the TOML's cases as specs: tasks 0 is one per CPU, sizes set."""
+    cpus = os.cpu_count() or 1
+    out = []
+    for case in exp["cases"]:
+        spec = {**exp["spec"], **case, "tasks": case["tasks"] or cpus}
+        if case["workload"] == "mmap_fill":
+            share = exp["memory_share"] * mem_available_bytes()
+            spec["size_mib"] = max(16, int(share / spec["tasks"] / MIB))
+        out.append(spec)
+    return out
+
+
+def _shares(res: dict[str, Any], exp: dict[str, Any]) -> dict[str, float | None]:
+    """Return a result's LKP shares the TOML names, None where not profiled.
+
+    A profiled run without a sample in a function has 0% there (perf report
+    lists only what was sampled); a leaf the sim names only as self is its
+    own children share.
+    """
+    profile = res.get("perf_profile") or {}
+    self_ = profile.get("self") or {}
+    out: dict[str, float | None] = {}
+    for kind in ("self", "children"):
+        shares = profile.get(kind) or {}
+        for fn in exp[kind]:
+            value = shares.get(fn, self_.get(fn, 0.0))
+            out[f"{kind}.{fn}"] = value if shares else None
+    return out
+
+
+def _row(
+    spec: dict[str, Any], engine: str, results: list[dict[str, Any]], exp: dict
+) -> dict[str, Any]:
+    """Return one row: a case on one engine, the mean (and sd) over RESULTS."""
+    row: dict[str, Any] = {
+        "workload": spec["workload"],
+        "tasks": spec["tasks"],
+        "engine": engine,
+    }
+    figures = [
+        {"pages_per_s": r["throughput"]["pages_per_s"], **_shares(r, exp)}
+        for r in results
+    ]
+    for key in figures[0]:
+        values = [f[key] for f in figures if f[key] is not None]
+        row[key] = statistics.fmean(values) if values else None
+        if len(values) > 1:
+            row[f"{key}_std"] = statistics.stdev(values)
+    return row
+
+
+def run(quick: bool, workers: int, *, scheduler: Any = None) -> list[dict[str, Any]]:
+    """Measure this host, run each case on its kernel and on both models."""
+    exp = load_experiment(NAME)
+    mode = mode_table(exp, quick)
+    profiles = _profiles(calibrate.measure())
+    rows = []
+    for case in _cases(exp):
+        spec = {**case, "duration_s": mode["duration_s"]}
+        kernel = execute_run({**spec, "engine": "host"}, profile_with="perf")
+        rows.append(_row(case, "host", [kernel], exp))
+        sim = {**spec, "engine": "sim", "kernel": exp["kernel"]}
+        sim["instrument"] = exp["instrument"]
+        for model in MODELS:
+            specs = [
+                {**sim, "machine": profiles[model], "seed": seed}
+                for seed in range(1, mode["seeds"] + 1)
+            ]
+            results = runs.run_specs(specs, workers, scheduler=scheduler, desc=model)
+            rows.append(_row(case, model, results, exp))
+    return rows
+
+
+def _profiles(profile: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Return PROFILE loaded as the engine takes it: predicted and calibrated."""
+    out = {}
+    with tempfile.TemporaryDirectory(prefix="pcplab-hostmodel-") as tmp:
+        for model in MODELS:
+            mine = {
+                k: v for k, v in profile.items() if model != "predicted" or k != "costs"
+            }
+            path = Path(tmp) / f"host-{model}.toml"
+            path.write_text(tomli_w.dumps({**mine, "name": f"host-{model}"}))
+            out[model] = machines.load_profile(str(path))
+    return out
+
+
+def _figures(rows: list[dict[str, Any]]) -> list[str]:
+    """Return the rows' figure keys: pages/s, then every share."""
+    return [k for k in rows[0] if k == "pages_per_s" or "." in k and "_std" not in k]
+
+
+def residuals(rows: list[dict[str, Any]]) -> list[Residual]:
+    """Each model's pages/s and shares against this kernel's, per case."""
+    out: list[Residual] = []
+    kernel = {(r["workload"], r["tasks"]): r for r in rows if r["engine"] == "host"}
+    for r in rows:
+        host = kernel.get((r["workload"], r["tasks"]))
+        if r["engine"] == "host" or host is None:
+            continue
+        case = f"{r['engine']} {r['workload']} x{r['tasks']}"
+        for key in _figures(rows):
+            kind = "hostmodel_throughput" if key == "pages_per_s" else "hostmodel_share"
+            add(out, KINDS, "this host", kind, f"{case} {key}", r[key], host[key])
+    return out
+
+
+def _cell(r: dict[str, Any], key: str) -> str:
+    """Format one figure with its spread over seeds, if any."""
+    value = r.get(key)
+    if value is None:
+        return "n/a"
+    fmt = ".0f" if key == "pages_per_s" else ".1f"
+    spread = f" ± {r[f'{key}_std']:{fmt}}" if f"{key}_std" in r else ""
+    return f"{value:{fmt}}{spread}"
+
+
+def text(rows: list[dict[str, Any]], spec: dict[str, Any]) -> str:
+    """Return the kernel beside both models, case by case."""
+    keys = _figures(rows)
+    header = ["workload", "tasks", "engine", "pages/s", *(k for k in keys[1:])]
+    cells = [
+        [r["workload"], str(r["tasks"]), r["engine"], *(_cell(r, k) for k in keys)]
+        for r in rows
+    ]
+    notes = [
+        f"kernel: this host's, beside the sim's {spec['kernel']} generation on this "
+        "host's profile (measured now); predicted: its hardware facts and the "
+        "global constants; calibrated: with its measured [costs].",
+        "shares: LKP's perf-profile.<self|children>.cycles-pp.<function>, % of the "
+        "workload's sampled cycles (host: perf record -a -g; sim: its cycle terms, "
+        "perf-profile sampling charged); model figures are means ± sd over seeds.",
+    ]
+    return "\n".join([*notes, *md_table(header, cells)]) + "\n"
+
+
+def plots(rows: list[dict[str, Any]], out: Path) -> list[Path]:
+    """Plot each case's pages/s and shares: this kernel beside both models."""
+    keys = _figures(rows)
+    panels = []
+    for (workload, tasks), mine in _by_case(rows).items():
+        for key, ylabel, scale in (
+            ("pages_per_s", "throughput (M pages/s)", 1e-6),
+            (None, "share of sampled cycles (%)", 1.0),
+        ):
+            names = [key] if key else keys[1:]
+            series = [
+                charts.model(
+                    [_point(r, n, i) for i, n in enumerate(names)],
+                    "x",
+                    "y",
+                    _engine(r["engine"]),
+                    scale,
+                    style="points",
+                )
+                for r in mine
+            ]
+            panels.append(
+                charts.Panel(
+                    f"{workload}, {tasks} tasks",
+                    "figure" if key is None else "engine",
+                    ylabel,
+                    series,
+                    xticks=charts.categories(names),
+                    from_zero=True,
+                )
+            )
+    return charts.draw(
+        charts.Figure(
+            out / NAME,
+            f"{NAME}: this kernel beside the model of this host",
+            panels,
+            ncols=2,
+            keys=["this kernel"],
+            size=(5.5, 4.5),
+        )
+    )
+
+
+def _engine(engine: str) -> str:
+    """Return the legend key of an engine: this kernel, or a model of it."""
+    return "this kernel" if engine == "host" else f"model, {engine}"
+
+
+def _point(r: dict[str, Any], key: str, x: int) -> dict[str, Any]:
+    """Return figure KEY of row R as a plot point at X, with its spread if any."""
+    point = {"x": x, "y": r[key]}
+    if f"{key}_std" in r:
+        point["y_std"] = r[f"{key}_std"]
+    return point
+
+
+def _by_case(rows: list[dict[str, Any]]) -> dict[tuple[str, int], list[dict]]:
+    """Group the rows by (workload, tasks), in order."""
+    out: dict[tuple[str, int], list[dict]] = {}
+    for r in rows:
+        out.setdefault((r["workload"], r["tasks"]), []).append(r)
+    return out
