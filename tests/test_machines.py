@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import csv
 import functools
+import json
 import re
 import subprocess
 import sys
 import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -67,6 +69,10 @@ SOURCES = (
     "WikiChip",
     "Wikipedia",
     "/proc/cpuinfo",
+    "Arm speculative-processor table",
+    "Linux arch/arm64",
+    "Intel 'Affected Processors'",
+    "NVIDIA Technical Blog",
 )
 # A figure: a number or a truth of the hardware (not the year, nor a string).
 FIGURE = re.compile(r"^(?!year\b)(\w+) = (true|false|[0-9][0-9.]*)\s*(?:#\s*(.*))?$")
@@ -110,7 +116,12 @@ def test_every_uarch_entry_has_every_fact_with_its_source():
     uarchs = {k: v for k, v in table.items() if k != "cpu"}
     assert {"skylake-sp", "broadwell-ep", "sapphire-rapids", "zen5"} <= set(uarchs)
     for name, entry in uarchs.items():
-        assert UARCH_KEYS <= set(entry), f"{name} lacks {UARCH_KEYS - set(entry)}"
+        if entry.get("hybrid"):  # refused: its models and what it is
+            assert {"vendor", "models", "meltdown"} <= set(entry), name
+            continue
+        # an arm64 entry leaves out what no source gave; an x86 one gives all
+        want = UARCH_KEYS - (set(machines.FACT_MEANING) if "arch" in entry else set())
+        assert want <= set(entry), f"{name} lacks {want - set(entry)}"
     lines = machines.UARCH.read_text().splitlines()
     short_names = {
         m.group(1)
@@ -396,3 +407,151 @@ def test_calibrate_writes_a_profile_of_this_host_that_runs(pcplab, tmp_path):
     spec = {"workload": "page_fault1", "tasks": 2, "duration_s": 0.05}
     result = engine.run({"engine": "sim", "machine": profile, **spec})
     assert result["throughput"]["ops_per_s"] > 0
+
+
+ALTRA = """
+[topology]
+sockets = 1
+numa_nodes = 1
+cores_per_socket = 80
+smt = 1
+ghz = 3.0
+memory_gb = 256
+"""
+
+
+def _pcplab_run(path: str, *extra: str) -> subprocess.CompletedProcess:
+    """Run a short page_fault1 on the profile at PATH through the CLI."""
+    return subprocess.run(
+        [sys.executable, "-m", "pcplab.cli", "run", "--engine", "sim"]
+        + ["--machine", path, "--workload", "page_fault1", "--tasks", "2"]
+        + ["--duration", "0.02", "--warmup", "0.01", *extra],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_arm_servers_are_in_the_table_without_smt_or_meltdown():
+    """Altra, Graviton2/3 and Grace resolve to arm64 Neoverse cores, one thread each."""
+    parts = {
+        "Ampere Altra Q80-30": "neoverse-n1",
+        "AWS Graviton2": "neoverse-n1",
+        "AWS Graviton3": "neoverse-v1",
+        "NVIDIA Grace": "neoverse-v2",
+    }
+    table = machines.uarch_table()
+    for part, uarch in parts.items():
+        assert machines.find_uarch(part)[0] == uarch
+        entry = table[uarch]
+        assert entry["arch"] == "arm64" and entry["smt"] == 1
+        assert entry["meltdown"] is False
+    # an arm64 part runs one fixed clock
+    altra = table["cpu"]["Ampere Altra Q80-30"]
+    assert altra["turbo_ghz"] == altra["all_core_ghz"] == 3.0
+
+
+def test_an_altra_by_its_uarch_gets_its_own_clock_not_a_generic_turbo(tmp_path):
+    """`uarch = "neoverse-n1"` at 3.0 GHz runs 3.0 GHz (the generic x86 gave 4.1)."""
+    text = ALTRA + '\n[hardware]\nuarch = "neoverse-n1"\nllc_ns = 30.0\nipc = 1.0\n'
+    profile = machines.load_profile(_profile(tmp_path, text))
+    hardware = profile["hardware"]
+    assert hardware["turbo_ghz"] == pytest.approx(3.0)
+    assert hardware["all_core_ghz"] == pytest.approx(3.0)
+    assert hardware["arm64"] is True and hardware["meltdown"] is False
+    # no second socket, no sibling: the facts it never reads are its own
+    assert hardware["remote_ns"] == hardware["socket_ns"]
+    assert _resolve(profile, tasks=1)["topology"]["clock_ghz"] == pytest.approx(3.0)
+
+
+def test_an_arm_part_lacking_a_published_fact_is_refused_saying_what_to_write(
+    tmp_path,
+):
+    """No source gave Grace's latencies: the profile must, and is told which."""
+    path = _profile(
+        tmp_path,
+        'cpu_model = "NVIDIA Grace"\n' + TOPOLOGY.replace("smt = 2", "smt = 1"),
+    )
+    with pytest.raises(BadInput) as refused:
+        machines.load_profile(path)
+    line = str(refused.value)
+    for fact in ("llc_ns", "dram_ns", "socket_ns", "remote_ns", "all_core_ghz", "ipc"):
+        assert f"{fact} = " in line, fact
+    assert "\n" not in line and path in line
+    # SMT on a core that runs one thread is refused too
+    smt2 = _profile(tmp_path, 'cpu_model = "AWS Graviton2"\n' + TOPOLOGY, "s")
+    with pytest.raises(BadInput, match="run 1 thread per core"):
+        machines.load_profile(smt2)
+
+
+def test_an_arm64_run_names_arm64_functions_pays_no_kpti_and_is_flagged(tmp_path):
+    """arm64's kernel names in perf_profile, no KPTI, and the extrapolation line."""
+    facts = "\n[hardware]\nllc_ns = 30.0\nipc = 1.0\n"
+    arm = _profile(tmp_path, 'cpu_model = "AWS Graviton2"\n' + ALTRA + facts, "g2")
+    out = tmp_path / "g2.json"
+    proc = _pcplab_run(arm, "--json", "--output", str(out))
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(out.read_text())
+    names = set(result["perf_profile"]["self"])
+    assert "clear_page" in names and "queued_spin_lock_slowpath" in names
+    assert not {n for n in names if "erms" in n or n.startswith("native_")}
+    assert result["machine"]["hardware"]["meltdown"] is False
+    assert "neoverse-n1, which no fitted machine has" in proc.stderr
+    assert "neoverse-n1" in " ".join(result["outside_fit"])
+
+
+def test_an_override_that_contradicts_the_part_warns_once_and_runs(tmp_path):
+    """A turbo above the part's, meltdown on a fixed part: one stderr line, a run."""
+    cases = {
+        'cpu_model = "Ampere Altra Q80-30"\n': (
+            "turbo_ghz = 4.1",
+            "llc_ns = 30.0\nipc = 1.0\n",
+        ),
+        'cpu_model = "Intel Xeon Platinum 8380"\n': ("meltdown = true", ""),
+        'cpu_model = "AMD EPYC 9654"\n': ("meltdown = true", ""),
+    }
+    for i, (model, (fact, more)) in enumerate(cases.items()):
+        topo = ALTRA if "Altra" in model else TOPOLOGY
+        text = model + topo + f"\n[hardware]\n{fact}\n{more}"
+        proc = _pcplab_run(_profile(tmp_path, text, f"o{i}"))
+        assert proc.returncode == 0, proc.stderr
+        warned = [x for x in proc.stderr.splitlines() if "contradicts uarch.toml" in x]
+        assert len(warned) == 1, proc.stderr
+        assert fact.split(" = ")[0] in warned[0]
+    # the same facts where the table agrees: no warning
+    quiet = _profile(
+        tmp_path,
+        'cpu_model = "Intel Xeon Platinum 8160"\n'
+        + TOPOLOGY
+        + "\n[hardware]\nmeltdown = true\nturbo_ghz = 3.7\n",
+        "q",
+    )
+    assert machines.override_warnings(tomllib.loads(Path(quiet).read_text())) == []
+
+
+def test_a_hybrid_part_is_refused_in_one_line_saying_what_to_write(tmp_path):
+    """An i7-12700 (P + E cores) cannot be one core type: refused, with the way out."""
+    path = _profile(tmp_path, 'cpu_model = "Intel Core i7-12700"\n' + TOPOLOGY)
+    proc = _pcplab_run(path)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "hybrid part" in lines[0]
+    assert "P-cores alone" in lines[0] and "cores_per_socket" in lines[0]
+
+
+def test_a_users_profile_is_found_by_name_and_labelled_by_it(tmp_path, monkeypatch):
+    """$PCPLAB_MACHINES holds a user's profiles; tables name them, not their path."""
+    monkeypatch.setenv("PCPLAB_MACHINES", str(tmp_path))
+    path = _profile(
+        tmp_path, 'cpu_model = "Intel Xeon E5-2699 v4"\n' + TOPOLOGY, "mybox"
+    )
+    assert machines.load_profile("mybox")["name"] == "mybox"
+    assert machines.label(path) == "mybox"
+    named = _profile(tmp_path, 'name = "lab-7"\n' + TOPOLOGY, "other")
+    assert machines.label(named) == "lab-7"
+    # a copy named like a built-in keeps its path: two machines, two labels
+    clash = tmp_path / "sub"
+    clash.mkdir()
+    copy = _profile(clash, TOPOLOGY, "skylake-ex")
+    assert machines.label(copy) == copy
+    assert machines.label("skylake-ex") == "skylake-ex"

@@ -109,7 +109,8 @@ def flag_rows(name: str, rows: list[dict[str, Any]]) -> dict[str, list[str]]:
         if label not in found:
             try:
                 kernel = row.get("kernel") or experiment_kernel(spec)
-                found[label] = outside(profiles.get(label, label), str(kernel))
+                profile = profiles.get(label, row.get("profile", label))
+                found[label] = outside(profile, str(kernel))
             except BadInput:  # a label that is no profile (this host)
                 found[label] = []
         row["outside_fit"] = "; ".join(found[label])

@@ -19,6 +19,7 @@ from typing import Any
 
 from pcplab import engine
 from pcplab.errors import BadInput
+from pcplab.guards import warn
 
 BUILTIN = Path(__file__).resolve().parent / "machines"
 CONSTANTS = BUILTIN / "constants.toml"
@@ -76,8 +77,28 @@ COST_NAMES = (
     "mmap_ns",
 )
 LOCKS = ("queued", "ticket")
-# The facts every microarchitecture of uarch.toml gives (mem_gbs is measured).
+# The facts every microarchitecture of uarch.toml gives (mem_gbs is measured);
+# an arm64 entry leaves out what no public source gave (the profile gives it).
 TABLE_FACTS = (*(k for k in HARDWARE_NUMBERS if k != "mem_gbs"), "meltdown", "erms")
+# What a profile writes for each fact the table may lack (the refusal says it).
+FACT_MEANING = {
+    "llc_mb": "MiB of last-level cache per socket",
+    "llc_ns": "LLC hit latency, ns",
+    "dram_ns": "idle local DRAM latency, ns",
+    "remote_dram_ns": "idle DRAM latency of another socket, ns",
+    "smt_ns": "cache line between SMT siblings, ns",
+    "socket_ns": "cache line between two cores of a socket, ns",
+    "remote_ns": "cache line between two sockets, ns",
+    "mem_channels": "DRAM channels per socket",
+    "mem_mts": "their rate, MT/s",
+    "turbo_ghz": "clock with one core busy",
+    "all_core_ghz": "clock with every core busy",
+    "ipc": "instructions per clock relative to a Skylake core",
+    "meltdown": "true if Linux runs KPTI for Meltdown",
+    "erms": "true if clear_page() writes without reading (ERMS, DC ZVA)",
+}
+# Facts a one-socket, one-node machine never reads: left out, the local ones.
+REMOTE_FACTS = {"remote_ns": "socket_ns", "remote_dram_ns": "dram_ns"}
 # Facts of a CPU model ([cpu."..."] in uarch.toml) that a profile may also give:
 # the part's cache, memory and clocks, and its platform's DRAM latency (an
 # E7's memory buffers add to the E5's, on the same die).
@@ -311,36 +332,131 @@ def _check_types(path: Path, profile: dict[str, Any]) -> None:
             )
 
 
+def _table_entry(profile: dict[str, Any]) -> tuple[str, dict[str, Any], dict]:
+    """Return (uarch name, its facts, the part's facts) a profile names."""
+    given = profile.get("hardware", {})
+    if "uarch" in given:
+        return given["uarch"], _uarch_named(given["uarch"]), {}
+    if "cpu_model" in profile:
+        return find_uarch(profile["cpu_model"])
+    return "generic", _uarch_named("generic"), {}
+
+
+def _refuse_unmodelled(profile: dict[str, Any], name: str, uarch: dict) -> None:
+    """Refuse a hybrid part, and SMT on a part whose cores run one thread."""
+    what = profile.get("cpu_model") or f"[hardware] uarch {name}"
+    if uarch.get("hybrid"):
+        raise BadInput(
+            f"{what} is a hybrid part ({name}: P-cores and E-cores) and the model "
+            "has one core type; profile its P-cores alone: drop cpu_model and "
+            "uarch, set [topology] cores_per_socket to the P-core count and "
+            "smt = 2, give [hardware] its facts (docs/machines.md, Hybrid parts), "
+            "and run the kernel's workload on those cores (a cpuset)"
+        )
+    smt = profile.get("topology", {}).get("smt")
+    if uarch.get("smt") is not None and isinstance(smt, int) and smt > uarch["smt"]:
+        raise BadInput(
+            f"[topology] smt = {smt}, but {name} cores run {uarch['smt']} thread "
+            f"per core (uarch.toml); give smt = {uarch['smt']}"
+        )
+
+
+def _table_facts(profile: dict[str, Any]) -> tuple[str, dict[str, Any], dict]:
+    """Return (uarch name, facts of the table for PROFILE, the part's facts).
+
+    When only the uarch is known, the LLC scales with the cores (its size
+    per core is what a microarchitecture fixes) and the turbos with the
+    base clock.
+    """
+    name, uarch, part = _table_entry(profile)
+    _refuse_unmodelled(profile, name, uarch)
+    topo = profile.get("topology", {})
+    facts: dict[str, Any] = {k: uarch[k] for k in TABLE_FACTS if k in uarch}
+    cores, ghz = topo.get("cores_per_socket"), topo.get("ghz")
+    if isinstance(cores, int | float) and "llc_mb" in uarch:
+        facts["llc_mb"] = uarch["llc_mb"] * cores / uarch["cores_per_socket"]
+    if isinstance(ghz, int | float) and uarch.get("ghz"):
+        for clock in ("turbo_ghz", "all_core_ghz"):
+            if clock in uarch:
+                facts[clock] = uarch[clock] * ghz / uarch["ghz"]
+    facts.update({k: part[k] for k in PART_FACTS if k in part})
+    return name, facts, part
+
+
+def _unread(profile: dict[str, Any]) -> dict[str, str]:
+    """Map the facts PROFILE's topology never reads to the fact they copy."""
+    topo = profile.get("topology", {})
+    unread = {}
+    if topo.get("sockets") == 1 and topo.get("numa_nodes") == 1:
+        unread.update(REMOTE_FACTS)
+    if topo.get("smt") == 1:
+        unread["smt_ns"] = ""  # no sibling: 0
+    return unread
+
+
+def _missing(profile: dict[str, Any], facts: dict[str, Any]) -> list[str]:
+    """Return the facts neither the table nor the profile gives that a run reads."""
+    unread = _unread(profile)
+    return [k for k in TABLE_FACTS if k not in facts and k not in unread]
+
+
+def override_warnings(profile: dict[str, Any]) -> list[str]:
+    """Return why PROFILE's own facts contradict its part's in uarch.toml."""
+    name, table, part = _table_facts(profile)
+    if name == "generic":  # estimates of no part: nothing to contradict
+        return []
+    given = profile.get("hardware", {})
+    turbo = table.get("turbo_ghz")
+    reasons = []
+    for clock in ("turbo_ghz", "all_core_ghz"):
+        if turbo and given.get(clock, 0) > turbo * 1.005:
+            reasons.append(
+                f"[hardware] {clock} = {given[clock]:g} is above the part's "
+                f"maximum turbo, {turbo:.4g} GHz in uarch.toml"
+            )
+    if given.get("meltdown") is True and table.get("meltdown") is False:
+        reasons.append(
+            f"[hardware] meltdown = true on {name}, which has the hardware fix "
+            "(uarch.toml: not affected): every fault pays KPTI's cost"
+        )
+    cores = profile.get("topology", {}).get("cores_per_socket")
+    if part and isinstance(cores, int) and cores > part["cores_per_socket"]:
+        reasons.append(
+            f"[topology] cores_per_socket = {cores}, more than the "
+            f"{part['cores_per_socket']} cores of {profile['cpu_model']}"
+        )
+    return reasons
+
+
 def resolve_hardware(profile: dict[str, Any]) -> dict[str, Any]:
     """Return every [hardware] fact: the profile's, its CPU model's, its uarch's.
 
     A profile with neither cpu_model nor [hardware] uarch gets the table's
-    `generic` entry. When only the uarch is known, the LLC scales with the
-    cores (its size per core is what a microarchitecture fixes) and the
-    turbos with the base clock.
+    `generic` entry; `arm64` says the uarch is an arm64 core. A fact that
+    neither the table nor the profile gives is refused, saying what to write.
     """
     given = profile.get("hardware", {})
     topo = profile.get("topology", {})
-    if "uarch" in given:
-        name, uarch, part = given["uarch"], _uarch_named(given["uarch"]), {}
-    elif "cpu_model" in profile:
-        name, uarch, part = find_uarch(profile["cpu_model"])
-    else:
-        name, uarch, part = "generic", _uarch_named("generic"), {}
-    facts: dict[str, Any] = {k: uarch[k] for k in TABLE_FACTS}
-    facts["vm_guest"] = False
+    name, table, _ = _table_facts(profile)
+    facts = {**table, "vm_guest": False}
     facts["mem_gbs"] = 0  # not measured: from channels x rate (machine.c)
-    cores, ghz = topo.get("cores_per_socket"), topo.get("ghz")
-    if isinstance(cores, int | float) and uarch.get("cores_per_socket"):
-        facts["llc_mb"] = uarch["llc_mb"] * cores / uarch["cores_per_socket"]
-    if isinstance(ghz, int | float) and uarch.get("ghz"):
-        for clock in ("turbo_ghz", "all_core_ghz"):
-            facts[clock] = uarch[clock] * ghz / uarch["ghz"]
-    facts.update({k: part[k] for k in PART_FACTS if k in part})
-    if isinstance(ghz, int | float) and "all_core_ghz" not in given:
-        # a base clock above the part's all-core turbo: the part never runs slower
-        facts["all_core_ghz"] = max(facts["all_core_ghz"], ghz)
+    ghz = topo.get("ghz")
+    if isinstance(ghz, int | float) and "all_core_ghz" in facts:
+        if "all_core_ghz" not in given:
+            # a base clock above the part's all-core turbo: it never runs slower
+            facts["all_core_ghz"] = max(facts["all_core_ghz"], ghz)
     facts.update({k: v for k, v in given.items() if k != "uarch"})
+    missing = _missing(profile, facts)
+    if missing:
+        raise BadInput(
+            f"uarch.toml has no published {', '.join(missing)} for {name}; give "
+            "them in [hardware]: "
+            + "; ".join(f"{k} = {FACT_MEANING[k]}" for k in missing)
+            + " (docs/machines.md)"
+        )
+    for fact, copied in _unread(profile).items():
+        facts.setdefault(fact, facts[copied] if copied else 0.0)
+    facts["arm64"] = _uarch_named(name).get("arch") == "arm64"
     return {"uarch": name, **facts}
 
 
@@ -367,20 +483,52 @@ def _cpus(topology: dict[str, Any]) -> int:
     )
 
 
+def _resolved(path: Path, profile: dict[str, Any]) -> dict[str, Any]:
+    """Return resolve_hardware(PROFILE), its refusal naming the file PATH."""
+    try:
+        return resolve_hardware(profile)
+    except BadInput as exc:
+        raise BadInput(f"machine profile {path}: {exc}") from exc
+
+
 def fit_facts(name: str) -> dict[str, Any]:
     """Return the facts a fit's reach is judged by: name, CPUs, uarch."""
     path, profile = _read_profile(name)
     return {
         "name": profile.get("name", path.stem),
         "cpus": _cpus(profile["topology"]),
-        "uarch": resolve_hardware(profile)["uarch"],
+        "uarch": _resolved(path, profile)["uarch"],
     }
+
+
+def label(name: str) -> str:
+    """Return how tables name machine NAME (or a .toml path): its profile's name.
+
+    That is its `name`, else its file's stem; a user's file whose name is
+    another known profile's keeps its path, so no two machines share a label.
+    """
+    path, profile = _read_profile(name)
+    own = profile.get("name", path.stem)
+    known = profile_paths().get(own)
+    return own if known is None or known.resolve() == path.resolve() else str(path)
+
+
+# Warnings already printed in this process: each says its piece once.
+_WARNED: set[tuple[str, str]] = set()
+
+
+def _warn_overrides(path: Path, profile: dict[str, Any]) -> None:
+    """Warn once on stderr where PROFILE's own facts contradict uarch.toml."""
+    reasons = [r for r in override_warnings(profile) if (str(path), r) not in _WARNED]
+    _WARNED.update((str(path), r) for r in reasons)
+    warn(f"machine profile {path} contradicts uarch.toml (it still runs)", reasons)
 
 
 def load_profile(name: str) -> dict[str, Any]:
     """Return the machine `name` (or a .toml path) ready for the engine spec."""
     path, profile = _read_profile(name)
-    hardware = resolve_hardware(profile)
+    hardware = _resolved(path, profile)
+    _warn_overrides(path, profile)
     spec: dict[str, Any] = {
         "name": profile.get("name", path.stem),
         "topology": profile.get("topology", {}),

@@ -322,7 +322,7 @@ def tune_command(
     check_output_file(plot, "--plot")
     outside_fit = None if machine is None else fitted.outside(machine, kernel)
     if outside_fit:  # every input checked: the runs are about to start
-        fitted.warn_outside(machine, outside_fit)
+        fitted.warn_outside(machines.label(machine), outside_fit)
     # On this kernel every run sets its sysctls: one owner for all of them,
     # so that no other command changes the kernel between two settings.
     hold = owner.hold if engine_name == "host" else contextlib.nullcontext
@@ -348,7 +348,7 @@ def tune_command(
         click.echo(json.dumps(doc, indent=2))
         return
     where = (
-        f"{machine}, kernel {kernel}"
+        f"{machines.label(machine)}, kernel {kernel}"
         if machine
         else f"this kernel ({os.uname().release})"
     )

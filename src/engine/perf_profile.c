@@ -74,8 +74,23 @@ static const struct prof_fn term_fn[NR_PROF_TERMS] = {
 
 static const char *const erms_fn[2] = { "clear_page_rep", "clear_page_erms" };
 
-/* Where a lock's spin is sampled: the queued spinlock's slow path. */
-#define SPIN_FN "native_queued_spin_lock_slowpath"
+/*
+ * Where a lock's spin is sampled: the queued spinlock's slow path, which
+ * x86's paravirt build names native_; arm64 has no paravirt spinlocks.
+ */
+static const char *const spin_fn[2] = { "native_queued_spin_lock_slowpath",
+					"queued_spin_lock_slowpath" };
+
+/*
+ * arm64's names where x86's are its own: clear_page (DC ZVA, one routine,
+ * arch/arm64/lib/clear_page.S) and the system call's entry (4.18: the
+ * el0_svc_naked assembly of entry.S; 4.19 on: invoke_syscall in C).
+ */
+static const struct prof_fn arm64_fn[NR_PROF_TERMS] = {
+	[COST_CLEAR_PAGE] = { { "clear_page", "clear_page", "clear_page" } },
+	[COST_MMAP] = { { "el0_svc_naked", "invoke_syscall",
+			  "invoke_syscall" } },
+};
 
 /*
  * The model's lock takers: the side of the fault (alloc) or of munmap
@@ -147,6 +162,8 @@ static enum prof_era prof_era(void)
 
 static const char *term_name(int term, enum prof_era era)
 {
+	if (engine_arm64() && arm64_fn[term].name[era])
+		return arm64_fn[term].name[era];
 	if (term == COST_CLEAR_PAGE)
 		return erms_fn[engine_clear_page_erms()];
 	return term_fn[term].name[era];
@@ -230,7 +247,8 @@ static int self_rows(const struct cpu_stats *t, enum prof_era era,
 
 			if (k < 0)
 				continue;
-			add_row(rows, &n, SPIN_FN, (double)c->wait_ns * 1000);
+			add_row(rows, &n, spin_fn[engine_arm64()],
+				(double)c->wait_ns * 1000);
 			add_row(rows, &n, term_name(takers[k].term, era),
 				(double)c->pull_ps);
 		}

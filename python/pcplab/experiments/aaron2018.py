@@ -76,7 +76,9 @@ def run(
     batches = sorted({int(r["batch"]) for r in rows})
     profiles = [(r["machine"], profile_for(exp, r["machine"]), r) for r in rows]
     for extra in [*exp.get("extra_machines", []), *extra_machines]:
-        profiles += [(extra, extra, {"batch": str(b)}) for b in batches]
+        # labelled by its profile's name; "profile" keeps the file it came from
+        rows_of = [{"batch": str(b), "profile": extra} for b in batches]
+        profiles += [(machines.label(extra), extra, r) for r in rows_of]
     base_spec = {**exp["spec"], **timing(table)}
     specs = [
         sim_spec(profile, constants, **base_spec, batch=int(row["batch"]))
@@ -108,6 +110,7 @@ def run(
                 "lru_published": published("lru_contention_pct"),
                 "total_contention": c["total_pct"],
                 "total_published": published("total_contention_pct"),
+                **({"profile": row["profile"]} if "profile" in row else {}),
             }
         )
     return out

@@ -328,3 +328,12 @@ bool engine_clear_page_erms(void)
 {
 	return true;
 }
+
+bool engine_arm64(void)
+{
+#ifdef __aarch64__
+	return true;
+#else
+	return false;
+#endif
+}

@@ -284,7 +284,7 @@ static int parse_topology(const cJSON *t, char *err)
 static int parse_hardware(const cJSON *h, char *err)
 {
 	static const char *const flags[] = { "meltdown", "erms", "vm_guest",
-					     NULL };
+					     "arm64", NULL };
 	struct sim_hardware *hw = &sim_machine.hw;
 
 	if (get_table(h, "hardware", hardware_keys, ARRAY_SIZE(hardware_keys),
@@ -292,6 +292,11 @@ static int parse_hardware(const cJSON *h, char *err)
 	    get_bool(h, "meltdown", &hw->meltdown, err) ||
 	    get_bool(h, "erms", &hw->erms, err) ||
 	    get_bool(h, "vm_guest", &hw->vm_guest, err))
+		return -1;
+	/* optional: an x86 machine unless its microarchitecture says arm64 */
+	hw->arm64 = false;
+	if (cJSON_GetObjectItemCaseSensitive(h, "arm64") &&
+	    get_bool(h, "arm64", &hw->arm64, err))
 		return -1;
 	/* a turbo below the base clock is a typo, not a machine */
 	if (hw->all_core_ghz < sim_machine.ghz) {
@@ -539,6 +544,7 @@ cJSON *sim_machine_json(void)
 			*(double *)((char *)&m->hw + hardware_keys[i].offset));
 	cJSON_AddBoolToObject(h, "meltdown", m->hw.meltdown);
 	cJSON_AddBoolToObject(h, "erms", m->hw.erms);
+	cJSON_AddBoolToObject(h, "arm64", m->hw.arm64);
 	cJSON_AddBoolToObject(h, "vm_guest", m->hw.vm_guest);
 	c = cJSON_AddObjectToObject(o, "costs");
 	for (int i = 0; i < NR_COST_KINDS; i++)
@@ -626,4 +632,9 @@ enum cpu_distance cpu_distance(int a, int b)
 bool engine_clear_page_erms(void)
 {
 	return sim_machine.hw.erms;
+}
+
+bool engine_arm64(void)
+{
+	return sim_machine.hw.arm64;
 }

@@ -53,6 +53,7 @@ struct sim_hardware {
 	bool meltdown; /* KPTI on every kernel entry (Linux >= 4.15) */
 	bool erms; /* rep stosb fills lines without reading them (no RFO) */
 	bool vm_guest; /* a guest: its misses pay two-dimensional walks */
+	bool arm64; /* an arm64 core: perf_profile takes arm64's names */
 };
 
 /*

@@ -112,6 +112,8 @@ cJSON *engine_machine_json(const struct spec *spec);
 cJSON *engine_instrument_json(const struct spec *s, const struct run_result *r);
 /* Whether the machine's clear_page() is rep stosb (ERMS). */
 bool engine_clear_page_erms(void);
+/* The machine is an arm64 one: the kernel functions take arm64's names. */
+bool engine_arm64(void);
 
 /* perf_profile.c: the result's perf_profile (the sim engine's). */
 cJSON *perf_profile_json(const struct spec *s, const struct run_result *r);
