@@ -276,6 +276,12 @@ CASES: list[tuple[str, str, tuple[str, ...], str]] = [
     ("sweep", "--repeat", (*SWEEP, "--repeat", "3"), "--seeds N"),
     ("sweep", "--repeat", (*SWEEP, "--repeat", "101"), "--repeat"),
     ("sweep", "--format", (*SWEEP, "--format", "csv"), "--format"),
+    (
+        "sweep",
+        "--format",
+        (*SWEEP, "--format", "runtest", "--param", "batch=31"),
+        "--param batch has no column",
+    ),
     ("sweep", "--help", ("sweep", "--help=1"), "--help"),
     # tune
     ("tune", "--machine", (*TUNE, "--machine", "nosuch"), "machine 'nosuch'"),
@@ -321,6 +327,8 @@ CASES: list[tuple[str, str, tuple[str, ...], str]] = [
     ("compare", "--seeds", (*COMPARE, "--new", "batch=7", "--seeds", "3"), "--repeat"),
     ("compare", "--repeat", (*COMPARE, "--repeat", "1"), "--repeat"),
     ("compare", "--format", (*COMPARE, "--format", "html"), "--format"),
+    ("compare", "--kernel", (*COMPARE, "--kernel", "5.0"), "'5.0' is not one of"),
+    ("compare", "--kernel", (*COMPARE, "--kernel", "4.18"), "--kernel sets the model"),
     (
         "compare",
         "--scale-max-schedule",

@@ -438,7 +438,8 @@ def test_sim_run_and_sweep_with_a_scale_max_schedule(pcplab, tmp_path):
         "sweep", *args, "--param", "batch=31", "--scale-max-schedule", "0.2:0"
     )
     assert proc.returncode == 0, proc.stderr
-    header = proc.stdout.splitlines()[0].split()
+    title, header = proc.stdout.splitlines()[0], proc.stdout.splitlines()[1].split()
+    assert title.startswith("pcplab sweep: engine sim, machine haswell-desktop")
     assert "scale_max_steps.0.rmqueue_bulk.avg" in header
     assert "scale_max_steps.1.rmqueue_bulk.avg" in header
 

@@ -67,11 +67,11 @@ def test_lkp_layout_has_change_in_percent_and_in_points():
     lines = text.splitlines()
     assert lines[2].split() == ["%stddev", "%change", "%stddev"]
     rate = next(line for line in lines if line.endswith(RATE)).split()
-    assert rate[:2] == ["100", "±"] and rate[3] == "+50.0%*"
+    assert rate[:2] == ["100.00", "+50.0%*"]  # a 2% stddev: LKP prints none
     pct = next(line for line in lines if line.endswith(PCT)).split()
-    assert pct[3] == "-30.0*"
+    assert pct[:4] == ["40.00", "±", "2%", "-30.0*"]
     time = next(line for line in lines if line.endswith(TIME)).split()
-    assert time[3] == "+0.0%"  # no spread, no change: no star
+    assert time[1] == "+0.0%"  # no spread, no change: no star
     assert "n = 3 runs per column" in text
 
 
@@ -119,7 +119,9 @@ def test_sweep_with_seeds_prints_lkp_and_mmtests(pcplab, tmp_path):
     proc = pcplab(*SWEEP, *grid, "--output", out)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert lines[0].split() == ["batch=31", "batch=511"]
+    dashes = next(i for i, line in enumerate(lines) if line.startswith("-" * 16))
+    assert lines[dashes - 1].split() == ["batch=31", "batch=511"]
+    assert "\ttest: page_fault1" in lines and "\tkernel: 6.18" in lines
     hold = next(line for line in lines if line.endswith("lock_hold_ns.zone_lock.avg"))
     assert "±" in hold and "%*" in hold  # 16x the batch: a longer hold, surely
     runs = __import__("json").loads(out.read_text())
@@ -128,10 +130,9 @@ def test_sweep_with_seeds_prints_lkp_and_mmtests(pcplab, tmp_path):
     ]
     proc = pcplab(*SWEEP, *grid, "--format", "mmtests")
     assert proc.returncode == 0, proc.stderr
-    assert (
-        proc.stdout.startswith(" ")
-        and "\nHmean     throughput.ops_per_s" in proc.stdout
-    )
+    assert proc.stdout.startswith("pcplab: engine sim, machine haswell-desktop")
+    assert "\nHmean    throughput.ops_per_s" in proc.stdout
+    assert "\nCoeffVar throughput.ops_per_s" in proc.stdout
 
 
 def test_run_with_seeds_reports_mean_and_stddev(pcplab, tmp_path):

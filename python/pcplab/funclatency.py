@@ -15,7 +15,7 @@ def _stars(count: int, max_count: int, width: int) -> str:
 
 def format_log2_hist(rows: Sequence[Sequence[int]], label: str = "nsecs") -> list[str]:
     """Return the lines bcc's print_log2_hist prints for [[lo, hi, count], ...]."""
-    counts = [int(row[2]) for row in rows]
+    counts = [round(row[2]) for row in rows]  # a mean over seeds: to the call
     last = max((i for i, count in enumerate(counts) if count > 0), default=-1)
     if last < 0:
         return []  # bcc prints nothing, not even the header, for an empty histogram
@@ -29,9 +29,9 @@ def format_log2_hist(rows: Sequence[Sequence[int]], label: str = "nsecs") -> lis
         lines = [f"               {label:<29} : count     distribution"]
         num_width, bar_width = 20, STARS_MAX // 2
     for lo, hi, count in rows:
-        bar = _stars(int(count), max_count, bar_width)
+        bar = _stars(round(count), max_count, bar_width)
         lines.append(
-            f"{int(lo):>{num_width}} -> {int(hi):<{num_width}} : {int(count):<8} "
+            f"{int(lo):>{num_width}} -> {int(hi):<{num_width}} : {round(count):<8} "
             f"|{bar:<{bar_width}}|"
         )
     return lines
@@ -47,7 +47,11 @@ def format_funclatency(
     """Return a funclatency summary: histogram, blank line, avg/total/count line."""
     lines = format_log2_hist(rows, label)
     if count and total is not None:
-        # bcc prints integers; a mean over seeds is rounded to them
+        # bcc prints integers; a mean over seeds is rounded to them, and its
+        # count is the sum of the bars as printed (each bucket's mean rounded)
+        counts = [row[2] for row in rows]
+        if counts and any(c != int(c) for c in counts):
+            count = sum(round(c) for c in counts)
         total, count = round(total), round(count)
         lines += [
             "",

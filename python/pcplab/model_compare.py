@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pcplab import engine
-from pcplab.comparison import columns_of, render, statistics
+from pcplab.comparison import columns_of, report, statistics
 from pcplab.errors import BadInput
 from pcplab.repeats import expand, regroup
 from pcplab.runs import materialize, parse_params, run_specs
@@ -61,9 +61,5 @@ def compare_models(
         "base": {"keys": base, "runs": groups[0], "statistics": statistics(columns[0])},
         "new": {"keys": new, "runs": groups[1], "statistics": statistics(columns[1])},
     }
-    head = (
-        f"pcplab compare: {common['workload']} on the {common['engine']} engine"
-        + (f" ({common['machine']})" if isinstance(common.get("machine"), str) else "")
-        + f"; base {labels[0]}, new {labels[1]}\n"
-    )
-    return data, head + "\n" + render(layout, labels, columns)
+    head = f"pcplab compare: base {labels[0]}, new {labels[1]}\n\n"
+    return data, head + report(layout, labels, groups)

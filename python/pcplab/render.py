@@ -43,6 +43,59 @@ def line(layout: str, cells: Sequence[str], left: int = 0) -> str:
     ).rstrip()
 
 
+NUMERIC = re.compile(r"^[+-]?(\d|\.\d|n/a$)")  # a cell line() right-aligns
+
+
+def _columns(text: str) -> list[str]:
+    """Split a header or row line() wrote into its cells (SEP or more apart)."""
+    return re.split(r" {3,}", text.strip())
+
+
+def _aligned(header: str, rows: list[str]) -> list[str]:
+    """Return HEADER and ROWS with every column as wide as its widest cell.
+
+    line() fits a cell into the room its header label leaves, and a wider
+    cell pushes the rest of its row right of the labels; here each column
+    takes its widest cell or label, numbers and their labels to the right.
+    """
+    labels = _columns(header)
+    table = [_columns(row) for row in rows]
+    if any(len(cells) != len(labels) for cells in table):
+        return [header, *rows]  # not line()'s rows: leave them as written
+    widths = [
+        max(len(c) for c in column) for column in zip(labels, *table, strict=True)
+    ]
+    right = [
+        all(NUMERIC.match(c) for c in column) for column in zip(*table, strict=True)
+    ] or [False] * len(labels)
+
+    def join(cells: list[str]) -> str:
+        return SEP.join(
+            f"{c:>{w}}" if r else f"{c:<{w}}"
+            for c, w, r in zip(cells, widths, right, strict=True)
+        ).rstrip()
+
+    return [join(labels), *(join(cells) for cells in table)]
+
+
+def align(text: str, layout: str | None) -> str:
+    """Return TEXT with the rows under each LAYOUT header line up with it."""
+    if not layout:
+        return text
+    lines, out, i = text.split("\n"), [], 0
+    while i < len(lines):
+        if lines[i] != layout:
+            out.append(lines[i])
+            i += 1
+            continue
+        end = i + 1
+        while end < len(lines) and lines[end].strip():
+            end += 1
+        out += _aligned(lines[i], lines[i + 1 : end])
+        i = end
+    return "\n".join(out)
+
+
 def by_machine(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     """Group rows by their machine, in order."""
     groups: dict[str, list[dict[str, Any]]] = {}

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from pcplab import headers
 from pcplab.comparison import columns_of, lkp, statistics
 from pcplab.inputs import AsciiIntRange
 from pcplab.repeats import MAX_RUNS
@@ -42,11 +43,10 @@ def emit_repeated(
     if as_json:
         click.echo(text, nl=False)
         return
-    spec = results[0]["spec"]
     seeds = sorted({r["spec"].get("seed") for r in results})
     how = f"seeds {seeds[0]}..{seeds[-1]}" if len(seeds) > 1 else "repeats"
     click.echo(
-        f"pcplab run: engine {results[0]['engine']}, workload {spec['workload']}, "
+        f"pcplab run: {headers.line(results)}, "
         f"{len(results)} runs ({how}): mean ±%stddev\n"
     )
     click.echo(lkp([f"{results[0]['engine']}"], [column]))

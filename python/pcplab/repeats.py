@@ -85,15 +85,22 @@ def _is_number(value: Any) -> bool:
 
 
 def _mean_hist(hists: list[Any]) -> Any:
-    """Average log2 histograms [[lo, hi, count], ...] bucket by bucket."""
-    if not all(isinstance(h, list) for h in hists) or len({len(h) for h in hists}) > 1:
+    """Average log2 histograms [[lo, hi, count], ...] bucket by bucket.
+
+    An engine's histogram stops at its highest non-empty bucket, so seeds'
+    histograms differ in length: a bucket one seed lacks counts 0 there.
+    The mean's buckets then sum to the mean of the seeds' counts, the
+    figure a funclatency footer prints beside them.
+    """
+    if not all(isinstance(h, list) for h in hists):
         return hists[0]
     if not all(isinstance(b, list) and len(b) == 3 for h in hists for b in h):
         return hists[0]
-    return [
-        [bucket[0], bucket[1], sum(h[i][2] for h in hists) / len(hists)]
-        for i, bucket in enumerate(hists[0])
-    ]
+    sums: dict[tuple[Any, Any], float] = {}
+    for hist in hists:
+        for lo, hi, count in hist:
+            sums[(lo, hi)] = sums.get((lo, hi), 0) + count
+    return [[lo, hi, total / len(hists)] for (lo, hi), total in sorted(sums.items())]
 
 
 def combine_rows(runs: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:

@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from pcplab import data, experiments, fitted, report, runs
+from pcplab import data, experiments, fitted, render, report, runs
 from pcplab.cli_examples import EXAMPLES
 from pcplab.cli_options import jobs_option, seeds_option
 from pcplab.errors import BadInput
@@ -127,9 +127,9 @@ def write(
     texts, files = {}, {}
     for name, rows in results.items():
         experiment = experiments.get(name)
-        texts[name] = "\n".join(
-            [experiment.text(rows, experiment.spec()), *outside_lines(rows)]
-        )
+        spec = experiment.spec()
+        text = render.align(experiment.text(rows, spec), spec.get("layout"))
+        texts[name] = "\n".join([text, *outside_lines(rows)])
         files[name] = report.write_experiment(name, rows, texts[name], out)
     index = report.write_index(out, results, texts, files, notes, header)
     return texts, index

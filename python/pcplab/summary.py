@@ -6,9 +6,11 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pcplab import headers
 from pcplab.funclatency import format_funclatency
 from pcplab.locktable import format_rows, model_rows
 from pcplab.results import per_call
+from pcplab.stressng import metrics_lines
 
 NA = "n/a"
 HISTOGRAMS = ("rmqueue_bulk", "free_pcppages_bulk")
@@ -64,9 +66,7 @@ def _header(result: Mapping[str, Any]) -> list[str]:
     """Return the title line and the resolved spec of the run."""
     spec = result.get("spec") or {}
     title = (
-        f"pcplab run: engine {format_value(result.get('engine'))}, "
-        f"workload {format_value(spec.get('workload'))}, "
-        f"{format_value(result.get('tasks'))} tasks, "
+        f"pcplab run: {headers.line([result])}; "
         f"{format_value(result.get('duration_s'))} s measured"
     )
     scalars = [
@@ -314,6 +314,14 @@ def _guards(result: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def _stress_ng(result: Mapping[str, Any]) -> list[list[str]]:
+    """Return stress-ng's metrics table for a stress_vm run (none for the others)."""
+    if (result.get("spec") or {}).get("workload") != "stress_vm":
+        return []
+    lines = [f"{INDENT}{line}".rstrip() for line in metrics_lines(result)]
+    return [["stress-ng --metrics-brief (bogo ops):", *lines]]
+
+
 def format_summary(result: Mapping[str, Any]) -> str:
     """Return the readable text summary of one engine result."""
     latency = result.get("latency_ns") or {}
@@ -323,6 +331,7 @@ def format_summary(result: Mapping[str, Any]) -> str:
     sections += [
         ["pagesets:", *_pagesets(result)],
         ["throughput:", *_mapping_table(result.get("throughput"))],
+        *_stress_ng(result),
         [
             "contention (% of all CPU time spent waiting):",
             *_mapping_table(result.get("contention")),

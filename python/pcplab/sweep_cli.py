@@ -34,22 +34,15 @@ from pcplab.spec_keys import option
 
 
 def _metrics(result: dict[str, Any]) -> dict[str, Any]:
-    """Return the headline figures of one run as a flat row."""
+    """Return the headline figures of one run as a flat row.
+
+    Every metric the LKP and mmtests layouts show (pcplab.comparison.METRICS):
+    the table, its CSV and a comparison of the same runs carry the same ones.
+    """
+    from pcplab.comparison import metric_values
     from pcplab.results import flatten
 
-    flat = flatten(result)
-    keep = (
-        "throughput.ops_per_s",
-        "throughput.pages_per_s",
-        "contention.zone_lock_pct",
-        "contention.lru_lock_pct",
-        "latency_ns.rmqueue_bulk.avg",
-        "latency_ns.rmqueue_bulk.p99",
-        "latency_ns.free_pcppages_bulk.avg",
-        "latency_ns.free_pcppages_bulk.p99",
-        "lock_hold_ns.zone_lock.max",
-    )
-    return {k: flat.get(k) for k in keep}
+    return metric_values(flatten(result))
 
 
 def _step_metrics(result: dict[str, Any]) -> dict[str, Any]:
@@ -86,9 +79,11 @@ def _step_metrics(result: dict[str, Any]) -> dict[str, Any]:
 @click.option(
     "--format",
     "layout",
-    type=click.Choice(["table", *FORMATS]),
+    type=click.Choice(["table", *FORMATS, "runtest"]),
     help="table: a row per point; lkp: LKP's base ±%stddev %change new; mmtests: "
-    "compare-kernels' Hmean/Amean. Default: lkp with --seeds/--repeat, else table.",
+    "compare-kernels' Hmean/Amean, Stddev, CoeffVar; runtest: will-it-scale "
+    "runtest.py's CSV (a grid of tasks and mode only; unmeasured cells empty). "
+    "Default: lkp with --seeds/--repeat, else table.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print every run's JSON.")
 @click.option(
@@ -138,6 +133,10 @@ def sweep_command(
     if schedule is not None:
         base["scale_max_schedule"] = schedule
     points = grid(parsed)
+    if layout == "runtest":
+        from pcplab.runtest import check_grid
+
+        check_grid(points)
     specs = [{**base, **point} for point in points]
     # run_specs refuses this too, but only after every point is resolved.
     check_host_placement(specs, scheduler, jobs)
@@ -177,9 +176,14 @@ def sweep_command(
         click.echo(_render(layout, points, per_point, rows))
 
 
-def _label(point: dict[str, Any]) -> str:
-    """Name a grid point: "batch=31,kernel=6.6"."""
-    return ",".join(f"{k}={v}" for k, v in point.items()) or "base"
+def _labels(points: list[dict[str, Any]]) -> list[str]:
+    """Name each grid point by the keys that vary: "batch=31,kernel=6.6".
+
+    A --param of one value holds for every point; the header says it.
+    """
+    varying = [k for k in points[0] if len({str(p[k]) for p in points}) > 1]
+    keys = varying or list(points[0])
+    return [",".join(f"{k}={p[k]}" for k in keys) or "base" for p in points]
 
 
 def _render(
@@ -189,11 +193,17 @@ def _render(
     rows: list[dict[str, Any]],
 ) -> str:
     """Return the sweep in LAYOUT: a row per run, or the points compared."""
-    from pcplab.comparison import columns_of, render
+    from pcplab import headers
+    from pcplab.comparison import report
     from pcplab.summary import format_table
 
+    if layout == "runtest":
+        from pcplab.runtest import runtest_csv
+
+        return runtest_csv(per_point)
     if layout == "table":
-        headers = list(rows[0]) if rows else []
+        names = list(rows[0]) if rows else []
         table = [["" if v is None else v for v in row.values()] for row in rows]
-        return "\n".join(format_table(headers, table, left=0))
-    return render(layout, [_label(p) for p in points], columns_of(per_point))
+        ran = headers.line([r for group in per_point for r in group])
+        return "\n".join([f"pcplab sweep: {ran}", *format_table(names, table, left=0)])
+    return report(layout, _labels(points), per_point)

@@ -510,9 +510,10 @@ COMPARE_EPILOG = """\b
 Examples:
   pcplab compare --workload page_fault1 --tasks 8
       this kernel and the native model, side by side with their ratio
-  pcplab compare --workload page_fault1 --machine skylake-ex \\
-      --base batch=31 --new batch=63 --seeds 5
-      the 2018 question on the model: LKP's %change, * where significant
+  pcplab compare --workload page_fault1 --machine skylake-ex --kernel 4.18 \\
+      --base batch=31 --new batch=63 --seeds 3 --duration 0.3
+      the 2018 question on the model, on the 2018 kernel: the gain of batch
+      63 in LKP's %change (* where significant), under LKP's header
   pcplab compare --workload page_fault1 --machine broadwell-ep \\
       --base kernel=6.6 --new kernel=6.19 --seeds 3 --format mmtests
 """
@@ -552,6 +553,7 @@ def _compare_models(
         machines.load_profile(machine)  # refuse an unknown profile early
         common["machine"] = machine
     optional = {
+        "kernel": p["kernel"],
         "tasks": tasks,
         "duration_s": p["duration"],
         "warmup_s": p["warmup"],
@@ -607,6 +609,12 @@ def _compare_models(
     help="Compare two model configurations instead: the base's spec keys.",
 )
 @click.option("--new", multiple=True, metavar="KEY=V", help="The new one's spec keys.")
+@option(
+    "kernel",
+    "--kernel",
+    help="With --base/--new: the kernel generation both run (a key of "
+    "their own overrides it).",
+)
 @repeat_options
 @click.option(
     "--format",
@@ -638,6 +646,7 @@ def compare(
     profile_with: str,
     base: tuple[str, ...],
     new: tuple[str, ...],
+    kernel: str | None,
     seeds: int | None,
     repeat: int | None,
     layout: str,
@@ -654,6 +663,11 @@ def compare(
             ctx, workload, tasks, model, machine, base, new, seeds, repeat, layout
         )
         return
+    if kernel is not None:
+        raise BadInput(
+            "--kernel sets the model generation of --base/--new; this kernel "
+            "is the one running: drop --kernel, or give --base and --new"
+        )
     if tasks is None:
         raise BadInput("--tasks is required to run this kernel; give --tasks N")
     if seeds is not None or repeat is not None or layout != "lkp":
