@@ -173,6 +173,7 @@ CASES: list[tuple[str, str, tuple[str, ...], str]] = [
     ("fit", "--seeds", ("fit", "--seeds", "0"), "--seeds"),
     ("fit", "--cross-validate", ("fit", "--cross-validate", "-1"), "--cross-validate"),
     ("fit", "--jacobian", ("fit", "--jacobian=1"), "--jacobian"),
+    ("fit", "--scheduler", ("fit", "--scheduler", "h:99999"), "--scheduler"),
     ("fit", "--jobs", ("fit", "--jobs", FULL_WIDTH_4), "--jobs"),
     ("fit", "--start", ("fit", "--start", "zero"), "--start"),
     ("fit", "--samples", ("fit", "--samples", "-1"), "--samples"),

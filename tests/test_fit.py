@@ -352,6 +352,37 @@ def test_fit_over_seeds_fits_the_mean_of_the_seeds(pcplab, tmp_path):
     assert fit.seeds_per_evaluation() == 1
 
 
+def test_fit_on_a_dask_cluster_matches_local_jobs(pcplab, tmp_path):
+    """`pcplab fit --scheduler` runs its trials on the cluster, same figures."""
+    from dask import distributed  # a test dependency (pyproject [test])
+
+    reference = _desktop_reference(tmp_path)
+    args = (
+        "fit",
+        "--constants",
+        "fault_cycles_4",
+        "--max-nfev",
+        "1",
+        "--reference",
+        reference,
+    )
+    local = pcplab(*args, "--jobs", "2", "--out", tmp_path / "local")
+    assert local.returncode == 0, local.stderr
+    with distributed.LocalCluster(
+        n_workers=2, processes=False, protocol="tcp", dashboard_address=None
+    ) as cluster:
+        remote = pcplab(
+            *args, "--scheduler", cluster.scheduler_address, "--out", tmp_path / "dask"
+        )
+        assert remote.returncode == 0, remote.stderr
+        ran = cluster.scheduler.task_prefixes.get("run_one")
+        assert ran is not None and sum(ran.state_counts.values()) > 0
+    docs = [
+        json.loads((tmp_path / d / "fit.json").read_text()) for d in ("local", "dask")
+    ]
+    assert docs[0]["fit"] == docs[1]["fit"]
+
+
 def _constants_grid(*args: str) -> subprocess.CompletedProcess:
     """Run scripts/constants-grid with the installed pcplab."""
     script = Path(__file__).resolve().parent.parent / "scripts" / "constants-grid"

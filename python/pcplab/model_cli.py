@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from pcplab import data, machines
+from pcplab import data, machines, runs
 from pcplab.cli_examples import EXAMPLES
 from pcplab.cli_options import seeds_option
 from pcplab.errors import BadInput
@@ -180,6 +180,12 @@ def _average_seeds(ctx: click.Context, _param: click.Parameter, value: int) -> N
 )
 @click.option("--jobs", type=AsciiIntRange(1, 256), default=2, show_default=True)
 @click.option(
+    "--scheduler",
+    metavar="ADDRESS",
+    help="Run every trial's runs on the Dask cluster at ADDRESS (the same "
+    "figures as --jobs).",
+)
+@click.option(
     "--out",
     metavar="DIR",
     default="fit",
@@ -196,6 +202,7 @@ def fit_command(
     samples: int,
     leave_out: tuple[str, ...],
     jobs: int,
+    scheduler: str | None,
     out: str,
 ) -> None:
     """Fit the [fit] constants by least squares over every reference row.
@@ -206,6 +213,7 @@ def fit_command(
     """
     from pcplab import fidelity, fit
 
+    runs.check_scheduler(scheduler)
     if leave_out and not folds_nfev:
         raise BadInput("--leave-out names a fold to refit; give --cross-validate N too")
     if start == "sample" and not samples:
@@ -221,46 +229,48 @@ def fit_command(
         if max_nfev
         else {"constants.toml": fitted}
     )
-    result = fit.best_of(
-        space,
-        main,
-        everyone,
-        jobs,
-        max_nfev,
-        click.echo,
-        samples if max_nfev else 0,
-    )
-    day = time.strftime("%Y-%m-%d")
-    seeds = fit.seeds_per_evaluation()
-    if seeds > 1:
-        day += f", means of {seeds} seeds"
-    note = f"{result.evaluations} trials, cost {result.cost:.1f} ({day})"
-    shutil.copy(machines.CONSTANTS, directory / "constants.toml")
-    fit.write_constants(directory / "constants.toml", result.constants, note)
-    report: dict[str, Any] = {"fit": asdict(result), "seeds": seeds}
-    if folds_nfev:
-        # a fold from the full fit starts where its left-out machine led;
-        # one from the middle does not
-        folds = fit.cross_validate(
+    # every trial's runs go to the cluster, if one is named
+    with runs.on_cluster(scheduler):
+        result = fit.best_of(
             space,
-            fit.start_points(space, start, "full fit", result.constants),
+            main,
+            everyone,
             jobs,
-            folds_nfev,
+            max_nfev,
             click.echo,
-            leave_out,
-            samples,
+            samples if max_nfev else 0,
         )
-        # folds run one at a time add up in one crossval.toml
-        fit.write_crossval(
-            directory / "crossval.toml", folds, day, keep_others=bool(leave_out)
-        )
-        report["folds"] = {m: asdict(r) for m, r in folds.items()}
-    (directory / "fit.json").write_text(json.dumps(report, indent=1) + "\n")
-    if jacobian:
-        _write_jacobian(space, result.constants, everyone, jobs, directory)
-    for key, value in result.constants.items():
-        click.echo(f"{key} = {value}")
-    click.echo(f"wrote {directory}/constants.toml ({note})")
+        day = time.strftime("%Y-%m-%d")
+        seeds = fit.seeds_per_evaluation()
+        if seeds > 1:
+            day += f", means of {seeds} seeds"
+        note = f"{result.evaluations} trials, cost {result.cost:.1f} ({day})"
+        shutil.copy(machines.CONSTANTS, directory / "constants.toml")
+        fit.write_constants(directory / "constants.toml", result.constants, note)
+        report: dict[str, Any] = {"fit": asdict(result), "seeds": seeds}
+        if folds_nfev:
+            # a fold from the full fit starts where its left-out machine led;
+            # one from the middle does not
+            folds = fit.cross_validate(
+                space,
+                fit.start_points(space, start, "full fit", result.constants),
+                jobs,
+                folds_nfev,
+                click.echo,
+                leave_out,
+                samples,
+            )
+            # folds run one at a time add up in one crossval.toml
+            fit.write_crossval(
+                directory / "crossval.toml", folds, day, keep_others=bool(leave_out)
+            )
+            report["folds"] = {m: asdict(r) for m, r in folds.items()}
+        (directory / "fit.json").write_text(json.dumps(report, indent=1) + "\n")
+        if jacobian:
+            _write_jacobian(space, result.constants, everyone, jobs, directory)
+        for key, value in result.constants.items():
+            click.echo(f"{key} = {value}")
+        click.echo(f"wrote {directory}/constants.toml ({note})")
 
 
 def _write_jacobian(

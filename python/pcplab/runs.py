@@ -6,8 +6,10 @@ import importlib.util
 import itertools
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from pcplab import engine, machines, progress, spec_keys
@@ -19,6 +21,36 @@ SCHEDULER = re.compile(
     r"(?:(?:tcp|tls|ws|wss|ucx)://)?(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)"
     r"(?::(?P<port>[0-9]{1,5}))?/?|inproc://\S+"
 )
+
+
+# The Dask cluster every run_specs of a command goes to when its caller names
+# none: `pcplab fit --scheduler` reaches runs many layers below it this way.
+_cluster: ContextVar[Any] = ContextVar("cluster", default=None)
+
+
+@contextmanager
+def on_cluster(address: str | None) -> Iterator[None]:
+    """Send every run_specs without a scheduler to the cluster at ADDRESS.
+
+    One client for the whole block (a fit makes hundreds of calls); None
+    leaves the runs local.
+    """
+    if address is None:
+        yield
+        return
+    check_scheduler(address)
+    from dask.distributed import Client
+
+    try:
+        client = Client(address, timeout=30)
+    except (OSError, ValueError) as exc:  # nobody there, or another's inproc
+        raise BadInput(f"--scheduler {address}: cannot connect ({exc})") from None
+    with client:
+        token = _cluster.set(client)
+        try:
+            yield
+        finally:
+            _cluster.reset(token)
 
 
 def _value(text: str) -> Any:
@@ -169,6 +201,8 @@ def run_specs(
 ) -> list[dict[str, Any]]:
     """Run every spec, JOBS at a time (or on a Dask cluster); results in order."""
     specs = list(specs)
+    if scheduler is None:
+        scheduler = _cluster.get()
     check_host_placement(specs, scheduler, jobs)
     bar = progress.bar(len(specs), desc)
     try:
