@@ -292,6 +292,7 @@ CASES: list[tuple[str, str, tuple[str, ...], str]] = [
     ("tune", "--workload", (*TUNE, "--workload", "mmap_fill:0"), "WEIGHT > 0"),
     ("tune", "--budget", (*TUNE, "--budget", "rmqueue_bulk.p98=1ms"), "unknown metric"),
     ("tune", "--budget", (*TUNE, "--budget", "fault.p99=3 weeks"), "--budget"),
+    ("tune", "--budget", (*TUNE, "--budget", "rmqueue_bulk.p99=100"), "no unit"),
     ("tune", "--pareto", (*TUNE, "--pareto", "zone_lock.max"), "unknown metric"),
     ("tune", "--knob", (*TUNE, "--knob", "high"), "--knob"),
     ("tune", "--knob", (*TUNE, "--kernel", "4.18", "--knob", "scale_max"), "4.18"),

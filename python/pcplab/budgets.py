@@ -9,6 +9,7 @@ per-caller holds rmqueue_bulk_hold, free_pcppages_bulk_hold).
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +19,11 @@ from pcplab.errors import BadInput
 FUNCTIONS = ("rmqueue_bulk", "free_pcppages_bulk", "fault")
 LOCKS = ("zone_lock", "lru_lock", "rmqueue_bulk", "free_pcppages_bulk")
 STATS = ("avg", "p50", "p99", "max")
+# Percentiles are read off the engines' log-linear histograms: 2**HIST_SUB_BITS
+# buckets per power of two (src/include/pcplab/histogram.h), the value
+# reported being the midpoint of its bucket.
+BUCKETED = ("p50", "p99")
+HIST_SUB_BITS = 4
 UNITS = {"ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9}
 _TEXT = re.compile(
     r"(?P<metric>[a-z_0-9.]+)=(?P<value>[0-9]+(?:\.[0-9]+)?)(?P<unit>[a-zµ]*)"
@@ -73,24 +79,51 @@ class Budget:
         return f"{self.name} <= {format_ns(self.limit_ns)}"
 
 
-def format_ns(ns: float) -> str:
-    """Return a duration in the largest unit that keeps it >= 1."""
+def bucket_width(ns: float) -> float:
+    """Return the width of the histogram bucket that holds a value of NS."""
+    if ns < 2**HIST_SUB_BITS:
+        return 1.0
+    return float(2 ** (math.floor(math.log2(ns)) - HIST_SUB_BITS))
+
+
+def format_ns(ns: float, bucketed: bool = False) -> str:
+    """Return a duration in the largest unit that keeps it >= 1.
+
+    A BUCKETED figure (a percentile: the midpoint of a histogram bucket) is
+    rounded to the largest power of ten no wider than its bucket, so that
+    no digit is printed that the histogram cannot resolve; any other to
+    four significant digits.
+    """
+    if bucketed:
+        step = 10 ** math.floor(math.log10(bucket_width(ns)))
+        ns = round(ns / step) * step
     for unit in ("s", "ms", "us"):
         if ns >= UNITS[unit]:
-            return f"{ns / UNITS[unit]:g} {unit}"
-    return f"{ns:g} ns"
+            return f"{ns / UNITS[unit]:.4g} {unit}"
+    return f"{ns:.4g} ns"
+
+
+def format_metric(name: str, ns: float) -> str:
+    """Return a figure of metric NAME, to the digits its statistic resolves."""
+    return format_ns(ns, bucketed=name.rpartition(".")[2] in BUCKETED)
 
 
 def parse_budget(text: str) -> Budget:
-    """Parse METRIC=VALUE[UNIT] (ns, us, ms, s; ns if none) into a Budget."""
+    """Parse METRIC=VALUE+UNIT (ns, us, ms or s: every metric is a time)."""
     match = _TEXT.fullmatch(text.strip())
     if not match or match.group("unit") not in ("", *UNITS):
         raise BadInput(
-            f"--budget {text!r} is not METRIC=VALUE[UNIT]; give e.g. "
+            f"--budget {text!r} is not METRIC=VALUE+UNIT; give e.g. "
             "rmqueue_bulk.p99=100us or zone_lock_hold.max=1ms (ns, us, ms, s)"
         )
-    limit = float(match.group("value")) * UNITS.get(match.group("unit") or "ns", 1)
+    name = match.group("metric")
+    path = metric_path(name)
+    if not match.group("unit"):
+        raise BadInput(
+            f"--budget {text!r} has no unit; {name} is a time: give ns, us, ms "
+            f"or s, e.g. {name}={match.group('value')}us"
+        )
+    limit = float(match.group("value")) * UNITS[match.group("unit")]
     if limit <= 0:
         raise BadInput(f"--budget {text!r} allows no time at all; give a limit > 0")
-    name = match.group("metric")
-    return Budget(name, metric_path(name), limit)
+    return Budget(name, path, limit)

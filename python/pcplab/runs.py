@@ -198,13 +198,18 @@ def run_specs(
     *,
     scheduler: Any = None,
     desc: str = "runs",
+    ticker: Any = None,
 ) -> list[dict[str, Any]]:
-    """Run every spec, JOBS at a time (or on a Dask cluster); results in order."""
+    """Run every spec, JOBS at a time (or on a Dask cluster); results in order.
+
+    TICKER, when given, counts the runs instead of a bar of their own (a
+    search that runs several batches keeps one count and one ETA).
+    """
     specs = list(specs)
     if scheduler is None:
         scheduler = _cluster.get()
     check_host_placement(specs, scheduler, jobs)
-    bar = progress.bar(len(specs), desc)
+    bar = ticker or progress.bar(len(specs), desc)
     try:
         if scheduler is not None:
             return _run_dask(specs, scheduler, bar)
@@ -222,8 +227,27 @@ def run_specs(
                     bar.update()
             except BaseException:  # the pool must not wait for the engines
                 pool.shutdown(wait=False, cancel_futures=True)
-                engine.stop_all()
+                _stop_engines(futures)
                 raise
         return results
     finally:
-        bar.close()
+        if ticker is None:
+            bar.close()
+
+
+def _stop_engines(futures: Iterable[Any]) -> None:
+    """Kill the engines of FUTURES until every one is done.
+
+    A worker may start its next engine between one stop_all() and the
+    pool's cancelling: that engine is killed on the next pass, and the
+    command does not wait for a run nobody will read.
+    """
+    from concurrent.futures import wait
+
+    pending = set(futures)
+    while pending:
+        engine.stop_all()
+        wait(pending, timeout=0.05)
+        # done() also counts the futures the pool cancelled, which wait()
+        # would wait on forever: no worker will pick them up to say so
+        pending = {f for f in pending if not f.done()}

@@ -1,20 +1,18 @@
-"""`pcplab tune`: the best PCP setting for a machine, workloads and a budget.
+"""`pcplab tune`'s parts: knobs, runs by seed, and what may be recommended.
 
 The knobs a kernel generation has (KNOBS: pcp_batch_scale_max, the high
 fraction, the relinquish policy, and batch as a developer override) span
-a space; every point is run on the model for each workload and seed. The
-recommendation is the point of highest throughput (relative to the
-kernel's defaults, weighted over the workloads) whose budgets hold in
-every run; the front is the Pareto front of throughput against the first
-budget's metric. Small spaces are searched whole (a grid), larger ones
-with optuna's TPE sampler under the budgets as constraints.
+a space; a setting is run on the model for each workload and seed (the
+Evaluator keeps every run, so none is done twice). A setting may be
+recommended when its budgets held in every seed; a costlier one (a
+rebuild, a patch) over a cheaper one only when it is faster beyond the
+seeds' spread (choose). tune_search searches the space with these.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -23,13 +21,10 @@ from typing import Any
 from pcplab import engine
 from pcplab.budgets import Budget
 from pcplab.errors import BadInput
-from pcplab.repeats import expand, regroup
+from pcplab.repeats import regroup
 from pcplab.runs import materialize, run_specs
+from pcplab.stats import Sample, significant, welch_p
 
-# A space of at most this many points is run whole; a larger one is sampled.
-GRID_LIMIT = 48
-# TPE asks again for settings it has seen; give up after this many asks a trial.
-ASKS_PER_TRIAL = 10
 DEFAULT = None  # a knob left at the kernel's own value
 
 
@@ -139,15 +134,40 @@ def space(knobs: Sequence[Knob]) -> list[dict[str, Any]]:
     ]
 
 
+# What a setting asks of a kernel, cheapest first: a knob's effort is 1 for
+# a sysctl, 2 for a Kconfig rebuild, 3 for a patch (a developer override).
+EFFORTS = ("the kernel's defaults", "a sysctl", "a kernel rebuild", "a patch")
+
+
+def effort(keys: dict[str, Any]) -> int:
+    """Return what setting KEYS asks of a kernel (an index of EFFORTS)."""
+    by_key = {k.key: k for k in KNOBS}
+    return max(
+        (3 if by_key[k].developer else 1 if by_key[k].sysctl else 2 for k in keys),
+        default=0,
+    )
+
+
 @dataclass
 class Point:
-    """One evaluated setting: its score, budget figures and feasibility."""
+    """One evaluated setting: its score, budget figures and feasibility.
+
+    The figures are over the seeds it ran (`seeds`): a setting that missed
+    a budget in its first seed is not run again (it cannot hold in all).
+    """
 
     keys: dict[str, Any]
-    score: float = 0.0  # throughput relative to the kernel's defaults
+    score: float = 0.0  # throughput relative to the kernel's defaults (mean)
     ops_per_s: dict[str, float] = field(default_factory=dict)  # per workload
     worst: dict[str, float | None] = field(default_factory=dict)  # per budget
-    feasible: bool = False
+    feasible: bool = False  # every budget held in every seed it ran
+    seed_scores: list[float] = field(default_factory=list)  # score per seed
+    first: dict[str, float | None] = field(default_factory=dict)  # seed 1's figures
+
+    @property
+    def seeds(self) -> int:
+        """How many seeds the setting ran."""
+        return len(self.seed_scores)
 
 
 @dataclass
@@ -160,10 +180,21 @@ class Tuning:
     default: Point
     settable: Point | None = None  # the best the kernel takes without a patch
     settings_run: int = 0  # before settings that ran alike became one point
+    runs: int = 0  # engine runs, every workload and seed
+    # the fastest setting turned down for a gain inside the seeds' spread,
+    # and Welch's p of that gain against the recommendation
+    turned_down: Point | None = None
+    turned_down_p: float | None = None
 
 
 class Evaluator:
-    """Runs settings on the model and scores them against the defaults."""
+    """Runs settings on the model, seed by seed, and scores them.
+
+    Every run is kept by the setting as the engine resolves it and by seed,
+    so that a setting is never run twice for one seed: the first pass runs
+    seed 1 of many settings, the last one adds the other seeds to the few
+    that can be recommended.
+    """
 
     def __init__(
         self,
@@ -172,11 +203,19 @@ class Evaluator:
         budgets: Sequence[Budget],
         seeds: int,
         jobs: int,
+        ticker: Any = None,
+        watched: Sequence[Budget] = (),
     ) -> None:
         self.base, self.workloads, self.budgets = base, workloads, budgets
-        self.seeds, self.jobs = seeds, jobs
+        self.seeds, self.jobs, self.ticker = seeds, jobs, ticker
+        # figures kept beside the budgets' (a --pareto metric), never a limit
+        names = {b.name for b in budgets}
+        self.metrics = [*budgets, *(w for w in watched if w.name not in names)]
         self.default_ops: dict[str, float] = {}
         self.default_worst: dict[str, float | None] = {}
+        self.runs = 0
+        self._done: dict[str | None, dict[int, list[dict[str, Any]]]] = {}
+        self._resolved: dict[str, str | None] = {}
 
     def specs(self, keys: dict[str, Any]) -> list[dict[str, Any]]:
         """Return the run specs of one setting, a spec per workload."""
@@ -188,11 +227,15 @@ class Evaluator:
         Two settings that resolve alike (scale_max=5 is the kernel's
         default) are one setting: the search runs it once.
         """
-        try:
-            specs = [engine.resolve(materialize(s)) for s in self.specs(keys)]
-        except BadInput:  # e.g. high below batch
-            return None
-        return json.dumps([s.get("spec", s) for s in specs], sort_keys=True)
+        name = json.dumps(keys, sort_keys=True)
+        if name not in self._resolved:
+            try:
+                specs = [engine.resolve(materialize(s)) for s in self.specs(keys)]
+                found = json.dumps([s.get("spec", s) for s in specs], sort_keys=True)
+            except BadInput:  # e.g. high below batch
+                found = None
+            self._resolved[name] = found
+        return self._resolved[name]
 
     def valid(self, keys: dict[str, Any]) -> bool:
         """Whether the engine accepts the setting."""
@@ -209,21 +252,40 @@ class Evaluator:
                 out.append(keys)
         return out
 
-    def evaluate(self, settings: Sequence[dict[str, Any]]) -> list[Point]:
-        """Run every setting for every workload and seed; return their Points."""
-        specs = [s for keys in settings for s in self.specs(keys)]
-        seeded = self.base.get("engine") == "sim"
+    def evaluate(
+        self, settings: Sequence[dict[str, Any]], seeds: int | None = None
+    ) -> list[Point]:
+        """Run each setting's first SEEDS seeds (all by default); return Points.
+
+        Runs done before (the same setting, or one that resolves alike)
+        are reused, not run again.
+        """
+        wanted = seeds or self.seeds
+        todo = []
+        for keys in settings:
+            done = self._done.setdefault(self.resolved(keys), {})
+            todo += [(keys, i) for i in range(wanted) if i not in done]
+        todo = list({(self.resolved(k), i): (k, i) for k, i in todo}.values())
+        specs = [self._seeded(s, i) for keys, i in todo for s in self.specs(keys)]
         # the host's sysctl is global: its runs go one at a time
         jobs = 1 if self.base.get("engine") == "host" else self.jobs
-        results = run_specs(expand(specs, self.seeds, seeded), jobs, desc="tune")
-        if not self.default_ops:  # the first runs: can the budgets be told?
+        results = run_specs(specs, jobs, desc="tune", ticker=self.ticker)
+        self.runs += len(results)
+        if results and not self.default_ops:  # the first runs: budgets told?
             self._check_measurable(results[0])
-        runs = regroup(results, self.seeds * len(self.workloads))
-        return [self._point(k, r) for k, r in zip(settings, runs, strict=True)]
+        for (keys, i), group in zip(
+            todo, regroup(results, len(self.workloads)), strict=True
+        ):
+            self._done[self.resolved(keys)][i] = group
+        return [self._point(keys) for keys in settings]
+
+    def _seeded(self, spec: dict[str, Any], i: int) -> dict[str, Any]:
+        """Return run I of SPEC: seed I + 1 on the sim, a repeat elsewhere."""
+        return {**spec, "seed": i + 1} if self.base.get("engine") == "sim" else spec
 
     def _check_measurable(self, result: dict[str, Any]) -> None:
         """Refuse a budget whose statistic this engine cannot measure."""
-        for budget in self.budgets:
+        for budget in self.metrics:
             reason = budget.unmeasured(result)
             if reason:
                 raise BadInput(
@@ -232,31 +294,44 @@ class Evaluator:
                     "e.g. fault.p99"
                 )
 
-    def _point(self, keys: dict[str, Any], runs: list[dict[str, Any]]) -> Point:
-        """Score one setting from its runs (workload by workload, seeds inner)."""
+    def _point(self, keys: dict[str, Any]) -> Point:
+        """Score one setting from every seed it ran."""
+        done = self._done[self.resolved(keys)]
+        groups = [done[i] for i in sorted(done)]  # seeds; workloads inner
         point = Point(keys=dict(keys))
-        per_workload = regroup(runs, self.seeds)
-        for workload, group in zip(self.workloads, per_workload, strict=True):
-            ops = [r["throughput"]["ops_per_s"] for r in group]
+        for j, workload in enumerate(self.workloads):
+            ops = [g[j]["throughput"]["ops_per_s"] for g in groups]
             point.ops_per_s[workload] = sum(ops) / len(ops)
-        for budget in self.budgets:
-            values = [budget.value(r) for r in runs]
-            measured = [v for v in values if v is not None]
-            point.worst[budget.name] = max(measured) if measured else None
         if not keys:
             self.default_ops = dict(point.ops_per_s)
+        per_seed = [self._figures(g) for g in groups]
+        for budget in self.metrics:
+            measured = [f[budget.name] for f in per_seed if f[budget.name] is not None]
+            point.worst[budget.name] = max(measured) if measured else None
+        if not keys:
             self.default_worst = dict(point.worst)
+        point.seed_scores = [f["score"] for f in per_seed]
+        point.score = sum(point.seed_scores) / len(point.seed_scores)
+        point.first = per_seed[0]
+        point.feasible = all(self._holds(point, b) for b in self.budgets)
+        return point
+
+    def _figures(self, group: list[dict[str, Any]]) -> dict[str, Any]:
+        """Return one seed's score and budget figures (worst over workloads)."""
         total = sum(self.workloads.values())
-        point.score = (
-            sum(
-                w * point.ops_per_s[name] / self.default_ops[name]
-                for name, w in self.workloads.items()
+        figures: dict[str, Any] = {
+            "score": sum(
+                w * r["throughput"]["ops_per_s"] / self.default_ops[name]
+                for (name, w), r in zip(self.workloads.items(), group, strict=True)
                 if self.default_ops.get(name)
             )
             / total
-        )
-        point.feasible = all(self._holds(point, b) for b in self.budgets)
-        return point
+        }
+        for budget in self.metrics:
+            values = [budget.value(r) for r in group]
+            measured = [v for v in values if v is not None]
+            figures[budget.name] = max(measured) if measured else None
+        return figures
 
     def _holds(self, point: Point, budget: Budget) -> bool:
         """Whether BUDGET holds at POINT.
@@ -272,149 +347,84 @@ class Evaluator:
 
 
 def pareto_front(points: Sequence[Point], metric: str | None) -> list[Point]:
-    """Return the points no other beats on score and METRIC at once."""
-    if metric is None:
-        return sorted(points, key=lambda p: -p.score)[:1]
-    scored = [p for p in points if p.worst.get(metric) is not None]
+    """Return the points no other beats on score and METRIC at once, in seed 1.
 
-    def dominated(p: Point) -> bool:
-        return any(
-            q.score >= p.score
-            and q.worst[metric] <= p.worst[metric]
-            and (q.score > p.score or q.worst[metric] < p.worst[metric])
-            for q in scored
-        )
-
-    return sorted(
-        (p for p in scored if not dominated(p)), key=lambda p: p.worst[metric]
-    )
-
-
-def _search_optuna(
-    evaluator: Evaluator,
-    knobs: Sequence[Knob],
-    trials: int,
-    seed: int,
-    known: Sequence[Point] = (),
-) -> list[Point]:
-    """Sample TRIALS new settings with TPE; the budgets are its constraints.
-
-    A sampled setting among KNOWN (already run) is told its score unrun;
-    the search ends after ASKS_PER_TRIAL asks per trial (a small space is
-    sampled whole before that).
+    Seed 1 is the run every setting has (most ran no other): their figures
+    compare like with like, where a mean over three seeds would not.
     """
-    import optuna  # only for spaces too large to run whole
+    if metric is None:
+        return sorted(points, key=lambda p: -p.first["score"])[:1]
+    scored = [(p, p.first["score"], p.first.get(metric)) for p in points]
+    scored = [s for s in scored if s[2] is not None]
 
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-
-    study = optuna.create_study(
-        direction="maximize", sampler=optuna.samplers.TPESampler(seed=seed)
-    )
-    # settings the engine resolves alike (batch=63 where 63 is the batch)
-    # are one: run once, named by the fewest keys
-    known_by = {evaluator.resolved(p.keys): p for p in known}
-    points: list[Point] = []
-    batch = max(1, evaluator.jobs)
-    for _ in range(ASKS_PER_TRIAL * trials // batch + 1):
-        if len(points) >= trials:
-            break
-        asked = [study.ask() for _ in range(min(batch, trials - len(points)))]
-        settings = [_suggest(trial, knobs) for trial in asked]
-        identities = [evaluator.resolved(keys) for keys in settings]
-        fresh = {
-            i: keys
-            for i, keys in zip(identities, settings, strict=True)
-            if i is not None and i not in known_by
-        }
-        for i, p in zip(fresh, evaluator.evaluate(list(fresh.values())), strict=True):
-            known_by[i] = p
-            points.append(p)
-        for trial, keys, i in zip(asked, settings, identities, strict=True):
-            p = known_by.get(i) if i is not None else None
-            if p is None:  # the engine refuses the combination
-                study.tell(trial, state=optuna.trial.TrialState.PRUNED)
-                continue
-            if len(keys) < len(p.keys):
-                p.keys = keys
-            for budget, excess in zip(
-                evaluator.budgets, _violation(p, evaluator.budgets), strict=True
-            ):
-                trial.set_constraint(budget.name, excess)
-            study.tell(trial, p.score)
-    return points
-
-
-def _suggest(trial: Any, knobs: Sequence[Knob]) -> dict[str, Any]:
-    """Return the setting TRIAL samples (DEFAULT values left out)."""
-    text = {
-        k.key: trial.suggest_categorical(k.key, [str(v) for v in k.values])
-        for k in knobs
-    }
-    return {k.key: _typed(k, text[k.key]) for k in knobs if text[k.key] != "None"}
-
-
-def _size(knobs: Sequence[Knob]) -> int:
-    """Return the number of points of the knobs' space."""
-    n = 1
-    for k in knobs:
-        n *= len(k.values)
-    return n
-
-
-def _typed(knob: Knob, text: str) -> Any:
-    """Return the knob's value whose str() is TEXT (optuna's choices are str)."""
-    return next(v for v in knob.values if str(v) == text)
-
-
-def _violation(point: Point, budgets: Sequence[Budget]) -> list[float]:
-    """Return optuna's constraint values: > 0 where a budget is exceeded."""
-    return [
-        (point.worst[b.name] or 0.0) / b.limit_ns - 1.0 if b.limit_ns else 0.0
-        for b in budgets
-    ]
-
-
-def tune(
-    base: dict[str, Any],
-    workloads: dict[str, float],
-    budgets: Sequence[Budget],
-    knobs: Sequence[Knob],
-    *,
-    seeds: int,
-    trials: int | None = None,
-    pareto: str | None = None,
-    jobs: int | None = None,
-) -> Tuning:
-    """Search the knobs' space; return the points, front and recommendation."""
-    evaluator = Evaluator(base, workloads, budgets, seeds, jobs or os.cpu_count() or 1)
-    if not evaluator.valid({}):
-        raise BadInput("the engine refuses the base run; check the workloads")
-    default = evaluator.evaluate([{}])[0]
-    settings = evaluator.distinct(space(knobs))
-    if not settings:
-        raise BadInput(
-            "the search space is empty (the engine refused every setting); "
-            "give other --knob values or workloads"
+    def dominated(score: float, value: float) -> bool:
+        return any(
+            s >= score and v <= value and (s > score or v < value) for _, s, v in scored
         )
-    if len(settings) <= GRID_LIMIT and trials is None:
-        points = [default, *evaluator.evaluate(settings)]
-    else:
-        # What a kernel takes without a patch is a small space: run it whole,
-        # so "without a patch" is an answer, not a sample; TPE samples the rest.
-        plain = [k for k in knobs if not k.developer]
-        whole = plain and len(plain) < len(knobs) and _size(plain) <= GRID_LIMIT
-        grid = evaluator.evaluate(evaluator.distinct(space(plain))) if whole else []
-        budget = trials or GRID_LIMIT
-        found = _search_optuna(evaluator, knobs, budget, 1, [default, *grid])
-        points = [default, *grid, *found]
-    run = len(points)
-    points = _one_per_outcome(points, default)
-    feasible = [p for p in points if p.feasible]
-    best = recommend(feasible)
-    settable = recommend([p for p in feasible if not patches(p.keys)])
-    metric = pareto or (budgets[0].name if budgets else None)
-    front = pareto_front(points, metric)
-    return Tuning(points, front, best, default, settable, run)
+
+    return [p for p, s, v in sorted(scored, key=lambda t: t[2]) if not dominated(s, v)]
+
+
+# The last pass gives every seed to at most this many rounds of candidates.
+FINAL_ROUNDS = 4
+
+
+def finish(evaluator: Evaluator, points: list[Point]) -> list[Point]:
+    """Run every seed of the fastest setting of each effort that held in seed 1.
+
+    Only these can be recommended (or be the "without a patch" answer).
+    Seed 1 ranks them (every setting ran it: a common random number); one
+    that misses in a later seed gives way to the next of its effort.
+    """
+    by_keys = {json.dumps(p.keys, sort_keys=True): p for p in points}
+    for _ in range(FINAL_ROUNDS):
+        wanted = []
+        for level in range(len(EFFORTS)):
+            held = [
+                p for p in by_keys.values() if p.feasible and effort(p.keys) == level
+            ]
+            best = min(
+                held,
+                key=lambda p: (-p.first["score"], patches(p.keys), len(p.keys)),
+                default=None,
+            )
+            if best is not None and best.seeds < evaluator.seeds:
+                wanted.append(best)
+        if not wanted:
+            break
+        for p in evaluator.evaluate([p.keys for p in wanted]):
+            by_keys[json.dumps(p.keys, sort_keys=True)] = p
+    return list(by_keys.values())
+
+
+def choose(
+    points: Sequence[Point], seeds: int, max_effort: int = len(EFFORTS) - 1
+) -> tuple[Point | None, Point | None, float | None]:
+    """Return the setting to recommend, and the faster one turned down (p).
+
+    Among the settings that held in every seed, effort by effort (the
+    defaults, a sysctl, a rebuild, a patch): a costlier setting replaces
+    a cheaper one only if it is faster beyond the seeds' spread (Welch's
+    t-test on the seeds' throughputs, as `pcplab compare` stars a change);
+    where nothing cheaper meets the budgets, the cheapest that does.
+    """
+    held = [p for p in points if p.feasible and p.seeds >= seeds]
+    chosen: Point | None = None
+    turned_down: Point | None = None
+    p_value: float | None = None
+    for level in range(max_effort + 1):
+        best = recommend([p for p in held if effort(p.keys) <= level])
+        if best is None or best is chosen:
+            continue
+        if chosen is None:
+            chosen = best
+            continue
+        base, new = Sample.of(chosen.seed_scores), Sample.of(best.seed_scores)
+        if best.score > chosen.score and significant(base, new):
+            chosen, turned_down, p_value = best, None, None
+        elif best.score > chosen.score:
+            turned_down, p_value = best, welch_p(base, new)
+    return chosen, turned_down, p_value
 
 
 # Settings within this share of the best throughput count as equal: the
@@ -422,7 +432,7 @@ def tune(
 TIE = 0.005
 
 
-def _one_per_outcome(points: Sequence[Point], default: Point) -> list[Point]:
+def one_per_outcome(points: Sequence[Point], default: Point) -> list[Point]:
     """Keep one of the settings that ran alike in every seed, the simplest.
 
     batch=63 where zone_batchsize() gives 63, or a relinquish rule that
@@ -434,7 +444,11 @@ def _one_per_outcome(points: Sequence[Point], default: Point) -> list[Point]:
 
     simplest: dict[tuple, Point] = {}
     for p in points:
-        outcome = (tuple(sorted(p.ops_per_s.items())), tuple(sorted(p.worst.items())))
+        outcome = (
+            tuple(p.seed_scores),
+            tuple(sorted(p.ops_per_s.items())),
+            tuple(sorted(p.worst.items())),
+        )
         kept = simplest.setdefault(outcome, p)
         if rank(p) < rank(kept):
             simplest[outcome] = p
