@@ -1,19 +1,16 @@
-"""Lock shapes of a batch sweep, and the zone->lock hold's LLC residency draw.
+"""Lock shapes of a batch sweep (pcplab.lockshape).
 
-The shape figures (pcplab.lockshape) are checked on synthetic curves whose
-crossings are known in closed form, and on the published 2018 table; the
-draw (src/arch/sim/residency.c) on short runs of the installed engine.
+The shape figures are checked on synthetic curves whose crossings are
+known in closed form, and on the published 2018 table.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import subprocess
 
 import pytest
 
-from pcplab import engine, lockshape, machines
+from pcplab import lockshape
 from pcplab.experiments import aaron2018, reference_rows
 from pcplab.repeats import combine_rows
 
@@ -118,69 +115,3 @@ def test_aaron2018_prints_the_shape_table_and_writes_it_apart():
     tables = aaron2018.tables(rows)
     assert not any(k.startswith("shape_") for k in tables["aaron2018"][0])
     assert len(tables["aaron2018_shapes"]) == 2
-
-
-def _run(machine: str | dict, **spec: object) -> dict:
-    """Run the installed sim engine: a short page_fault1 on MACHINE; its JSON."""
-    request = {
-        "engine": "sim",
-        "machine": machines.load_profile(machine)
-        if isinstance(machine, str)
-        else machine,
-        "workload": "page_fault1",
-        "kernel": "4.18",
-        "batch": 31,
-        "duration_s": 0.1,
-        "warmup_s": 0.05,
-        **spec,
-    }
-    proc = subprocess.run(
-        [engine.engine_binary("sim"), "run"],
-        input=json.dumps(request).encode(),
-        capture_output=True,
-        timeout=600,
-        check=True,
-    )
-    return json.loads(proc.stdout)
-
-
-def _tail(hist: dict) -> float:
-    """Return a hold histogram's 99th percentile over its mean."""
-    return hist["p99"] / hist["avg"]
-
-
-def test_a_zone_lock_hold_pays_its_buddy_misses_at_llc_or_dram_latency():
-    """Haswell-Desktop's 8 tasks churn 2x its LLC: holds draw, with the mean kept.
-
-    Each hold's buddy misses cost the LLC's or DRAM's latency, with the LLC's
-    share of the churn as the chance of the first, so their mean is the
-    per-page figure machine.c derives, and rmqueue_bulk's holds split into
-    LLC holds and DRAM holds: the DRAM ones 1.3x the mean and more (without
-    the draw 1.07x). The same machine with an LLC as slow as its DRAM has
-    nothing to draw: its holds stay within 15% of their mean.
-    """
-    profile = machines.load_profile("haswell-desktop")
-    res = _run(profile)
-    c = res["machine"]["costs"]
-    assert c["hold_residency_drawn"] is True
-    share = c["hold_llc_share"]
-    assert 0.3 < share < 0.7
-    mean = share * c["hold_llc_buddy_miss_ns"]
-    mean += (1 - share) * c["hold_dram_buddy_miss_ns"]
-    assert c["hold_dram_buddy_miss_ns"] > 2 * c["hold_llc_buddy_miss_ns"]
-    misses = profile["constants"]["zone_page_misses"]
-    assert mean == pytest.approx(misses * c["cold_line_ns"], rel=1e-3)
-    assert _tail(res["lock_hold_ns"]["rmqueue_bulk"]) > 1.3
-    slow = {**profile, "hardware": {**profile["hardware"], "llc_ns": 68.0}}
-    assert slow["hardware"]["dram_ns"] == 68.0
-    flat = _run(slow)
-    assert flat["machine"]["costs"]["hold_residency_drawn"] is False
-    assert _tail(flat["lock_hold_ns"]["rmqueue_bulk"]) < 1.15
-
-
-def test_runs_that_draw_residency_are_deterministic():
-    """Same spec and seed: identical results with the draw; another seed differs."""
-    first = _run("haswell-desktop", seed=5)
-    assert first["machine"]["costs"]["hold_residency_drawn"] is True
-    assert json.dumps(first) == json.dumps(_run("haswell-desktop", seed=5))
-    assert json.dumps(first) != json.dumps(_run("haswell-desktop", seed=6))

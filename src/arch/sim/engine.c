@@ -288,7 +288,6 @@ int engine_run(const struct spec *spec, struct run_result *res, char *err)
 			return -1;
 		set_costs(v, cpus, spec->tasks);
 		v->hot.jitter_rng = prandom_u64(&t->rnd) | 1;
-		residency_seed(v, spec->seed, i);
 		sim_start(v, task_main, t);
 	}
 	sim_run();

@@ -133,14 +133,9 @@ void spin_lock_caller(spinlock_t *lock, const struct lock_caller *caller)
 	 */
 	lock->acquired = me->hot.clock;
 	steal_while_spun(me, lock, waited);
-	if (lock->cls == LOCK_ZONE)
-		residency_hold_start(me);
 	if (lock->last_cpu >= 0) {
 		u64 pull = sim_machine.lock_pull[lock->cls][cpu_distance(
 			lock->last_cpu, me->hot.id)];
-
-		if (lock->cls == LOCK_ZONE)
-			pull += (u64)residency_pull_delta(me);
 
 		me->hot.clock += pull;
 		st->callers[caller->id].pull_ps += pull;
@@ -162,8 +157,6 @@ void spin_unlock(spinlock_t *lock)
 		charge_pages(me, lock->cls, -(s64)me->stolen);
 		me->stolen = 0;
 	}
-	if (lock->cls == LOCK_ZONE && me->residency_delta)
-		residency_hold_end(me);
 	hist_record(&this_cpu_stats()->lock[lock->cls].hold_ns,
 		    (me->hot.clock - lock->acquired) / 1000);
 	lock->last_cpu = me->hot.id;

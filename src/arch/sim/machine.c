@@ -419,7 +419,6 @@ void sim_machine_derive(const struct kernel_gen *gen, int tasks_per_node,
 	for (int i = 0; i < NR_COST_KINDS; i++)
 		if (m->cost_override_ns[i] >= 0)
 			m->cost[i] = ns_ps(m->cost_override_ns[i]);
-	residency_derive(hit, dram);
 	m->page_xfer_ps = (u64)llround((double)PAGE_SIZE * 1e12 / node_bw);
 	/* without ERMS every line is read for ownership before it is filled */
 	m->clear_pages = hw->erms ? 1 : 2;
@@ -553,7 +552,6 @@ cJSON *sim_machine_json(void)
 	for (int i = 0; i < NR_DIST; i++)
 		cJSON_AddNumberToObject(c, dist[i],
 					(double)m->xfer[i] / 1000.0);
-	residency_json(c);
 	cJSON_AddNumberToObject(c, "zone_lock_lines", m->lock_lines[LOCK_ZONE]);
 	cJSON_AddNumberToObject(c, "lru_lock_lines", m->lock_lines[LOCK_LRU]);
 	cJSON_AddStringToObject(o, "lock", m->ticket ? "ticket" : "queued");

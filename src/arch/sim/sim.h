@@ -19,8 +19,6 @@ struct vcpu {
 	u64 wait_from; /* when it started waiting (ps) */
 	u64 cost[NR_COST_KINDS];
 	u64 stolen; /* extra ps per page while a waiter spins (lock.c) */
-	u64 residency_rng; /* the hold residency draws (residency.c) */
-	s64 residency_delta; /* ps per buddy page this hold adds to the mean */
 	void (*fn)(void *arg);
 	void *arg;
 	void *stack;
@@ -112,16 +110,6 @@ struct sim_machine {
 		[NR_DIST]; /* a page's extra miss with a waiter spinning */
 	bool ticket; /* ticket lock instead of queued */
 	/*
-	 * A zone->lock hold's buddy struct pages all in the LLC, or all
-	 * cold (residency.c): the chance of the first in 2^53ths, and ps per
-	 * page each adds to the mean miss; residency_spread is false where
-	 * there is nothing to draw.
-	 */
-	bool residency_spread;
-	u64 residency_hit_q;
-	s64 residency_hit_delta, residency_miss_delta;
-	s64 residency_pull_hit_delta, residency_pull_miss_delta;
-	/*
 	 * cpu_core() and cpu_socket() of every CPU, numbered once per
 	 * profile (sim_topology_init()): cpu_distance() runs on every lock
 	 * acquisition and release, where their divisions would cost more
@@ -148,14 +136,6 @@ void sim_topology_init(void);
 /* dram.c */
 void dram_init(void);
 void dram_write_page(const struct page *page, u64 core_ps, int reads, int term);
-
-/* residency.c */
-void residency_derive(double hit, double dram_ns);
-void residency_seed(struct vcpu *v, u64 seed, int task);
-void residency_json(cJSON *costs);
-void residency_hold_start(struct vcpu *me);
-void residency_hold_end(struct vcpu *me);
-s64 residency_pull_delta(const struct vcpu *me);
 
 /* instrument.c */
 extern u64 sim_perf_period; /* ps between perf samples; 0: no sampling */
