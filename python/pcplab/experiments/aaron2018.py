@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pcplab import charts, machines
+from pcplab import charts, lockshape, machines
 from pcplab.experiments._common import (
     Option,
     charged,
@@ -57,6 +57,11 @@ KINDS = {
     "zone": Kind(False, 10, "zone->lock contention"),
     "lru": Kind(False, 10, "LRU lock contention"),
 }
+
+
+# Each lock's contention in a row: the model's, and the kernel's published.
+MODEL_LOCKS = {"zone": "zone_contention", "lru": "lru_contention"}
+KERNEL_LOCKS = {"zone": "zone_published", "lru": "lru_published"}
 
 
 def run(
@@ -113,6 +118,7 @@ def run(
                 **({"profile": row["profile"]} if "profile" in row else {}),
             }
         )
+    lockshape.attach(out, MODEL_LOCKS)
     return out
 
 
@@ -156,18 +162,24 @@ def text(rows: list[dict[str, Any]], spec: dict[str, Any]) -> str:
                 )
             )
         out.append("")
+    grid = sorted({r["batch"] for r in rows})
+    out += lockshape.text(lockshape.table(rows, KERNEL_LOCKS), grid)
     return "\n".join(out)
 
 
 def tables(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """Return one table: every row with the error of each published figure."""
+    """Return every row with the error of each figure, and the lock shapes."""
     pairs = {
         "score": "score_published",
         "zone_contention": "zone_published",
         "lru_contention": "lru_published",
         "total_contention": "total_published",
     }
-    return {NAME: [with_errors(r, pairs) for r in rows]}
+    plain = [{k: v for k, v in r.items() if not k.startswith("shape_")} for r in rows]
+    return {
+        NAME: [with_errors(r, pairs) for r in plain],
+        f"{NAME}_shapes": lockshape.table(rows, KERNEL_LOCKS),
+    }
 
 
 # Each figure of a plot: the row's key, the reference CSV's column, its name.
