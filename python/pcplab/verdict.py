@@ -94,11 +94,12 @@ def _worst(found: list[Figure]) -> str:
         label = f.scored.label
         if f.basis.kind not in missed.setdefault(label, []):
             missed[label].append(f.basis.kind)
+            missed[label].sort(key=basis.BASES.index)
         if label not in worst or f.scored.miss > worst[label].scored.miss:
             worst[label] = f
     return "; ".join(
-        f"{label} {f.scored.error} at {f.scored.row} (tolerance {f.scored.bound}; "
-        f"missed {', '.join(b for b in basis.BASES if b in missed[label])})"
+        f"{label} {f.scored.error} at {f.scored.row}, {f.basis.kind} (tolerance "
+        f"{f.scored.bound}; missed {', '.join(missed[label])})"
         for label, f in worst.items()
     )
 
