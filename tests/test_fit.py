@@ -61,8 +61,8 @@ def test_worst_by_machine_keeps_the_largest_miss():
     """Per machine and kind, the row that misses its tolerance most."""
     res = [("M", "score@31", 0.5), ("M", "score@63", -1.5), ("N", "zone@31", 0.1)]
     worst = tolerance.worst_by_machine(res, experiments.kinds())
-    assert worst["M"]["score"] == ("score@63", -1.5)
-    assert worst["N"]["zone"] == ("zone@31", 0.1)
+    assert worst["M"]["score"] == ("M", "score@63", -1.5)
+    assert worst["N"]["zone"] == ("N", "zone@31", 0.1)
 
 
 def test_a_percentage_tolerance_is_a_relative_error_either_way():
@@ -76,7 +76,7 @@ def test_a_percentage_tolerance_is_a_relative_error_either_way():
     worst = tolerance.worst_by_machine(
         [("M", "free_avg@63", low), ("M", "free_avg@255", high)], kinds
     )
-    assert worst["M"]["free_avg"] == ("free_avg@255", high)
+    assert worst["M"]["free_avg"] == ("M", "free_avg@255", high)
     ratio = kinds["ratio"]  # a factor: 0.5x and 2x are its edges
     assert ratio.within(ratio.residual(0.5, 1.0))
     assert not ratio.within(ratio.residual(0.45, 1.0))

@@ -17,7 +17,7 @@ from typing import Any
 from pcplab import experiments, recordlist
 from pcplab.fidelity import Spread, reference_machines
 from pcplab.render import md_table
-from pcplab.tolerance import Kind, worst_by_machine
+from pcplab.tolerance import Kind, Residual, published_of, worst_by_machine
 
 Rows = dict[str, list[dict[str, Any]]]
 
@@ -32,24 +32,22 @@ def render_markdown(results: Rows, cv: Rows | None = None) -> str:
     return "\n".join(lines)
 
 
-def _at(
-    kind: Kind, worst: tuple[str, float], seeds: tuple[float, float] | None = None
-) -> str:
+def _at(kind: Kind, worst: Residual, seeds: tuple[float, float] | None = None) -> str:
     """Format a worst row as its error and where it is ("+8.7% at 31").
 
     With the range of that row's error over the seeds, if it ran several
     ("+8.7% at 31 (seeds +7.9% to +9.4%)").
     """
-    what, r = worst
+    _, what, r = worst
     text = f"{kind.error(r)} at {what.split('@')[1]}"
     if seeds:
         text += f" (seeds {kind.error(seeds[0])} to {kind.error(seeds[1])})"
     return text
 
 
-def _within(kind: Kind, r: float) -> str:
-    """Say whether a residual is inside its tolerance."""
-    return "yes" if kind.within(r) else "**no**"
+def _within(kind: Kind, r: Residual) -> str:
+    """Say whether a residual is inside the tolerance the verdict reads."""
+    return "yes" if kind.within(r[2], published_of(r)) else "**no**"
 
 
 def render_summary(
@@ -74,15 +72,15 @@ def render_summary(
         for kind, worst in inside.get(machine, {}).items():
             k = kinds[kind]
             o = outside.get(machine, {}).get(kind)
-            hits["in-sample"] += k.within(worst[1])
-            hits["left out"] += o is not None and k.within(o[1])
+            hits["in-sample"] += k.within(worst[2], published_of(worst))
+            hits["left out"] += o is not None and k.within(o[2], published_of(o))
             rows.append(
                 [
                     machine,
-                    f"{k.label} ({k.bound()})",
-                    _at(k, worst, seeds_in.get((machine, worst[0]))),
-                    "-" if o is None else _at(k, o, seeds_out.get((machine, o[0]))),
-                    "-" if o is None else _within(k, o[1]),
+                    f"{k.label} ({k.bound(published_of(worst))})",
+                    _at(k, worst, seeds_in.get((machine, worst[1]))),
+                    "-" if o is None else _at(k, o, seeds_out.get((machine, o[1]))),
+                    "-" if o is None else _within(k, o),
                 ]
             )
     # held-out figures (a thread's own machine names): no fit reads them, so
@@ -92,16 +90,16 @@ def render_summary(
             continue
         for kind, worst in worst_kinds.items():
             k = kinds[kind]
-            label = f"{k.label} ({k.bound()})"
-            hits["held out"] += k.within(worst[1])
+            label = f"{k.label} ({k.bound(published_of(worst))})"
+            hits["held out"] += k.within(worst[2], published_of(worst))
             held += 1
             rows.append(
                 [
                     machine,
                     label,
                     "not fitted",
-                    _at(k, worst, seeds_in.get((machine, worst[0]))),
-                    _within(k, worst[1]),
+                    _at(k, worst, seeds_in.get((machine, worst[1]))),
+                    _within(k, worst),
                 ]
             )
     header = ["machine", "figure (tolerance)", "in-sample worst", "left out worst"]
@@ -111,46 +109,6 @@ def render_summary(
         f"{held} held-out figures."
     )
     return "\n".join([*md_table([*header, "within"], rows), "", tally])
-
-
-def render_verdict(results: Rows) -> list[str]:
-    """Return the verdict table: per experiment and machine, hits and misses.
-
-    A figure is within tolerance when its error is at most the tolerance of
-    its kind; each miss is listed by kind with its worst row and its size.
-    """
-    kinds = experiments.kinds()
-    rows = []
-    for exp in experiments.registered():
-        if exp.name not in results:
-            continue
-        residuals = exp.residuals(results[exp.name])
-        if not residuals:
-            rows.append([exp.name, "-", "not scored: no figure with a tolerance"])
-            continue
-        by_machine: dict[str, list[tuple[str, float]]] = {}
-        for machine, what, r in residuals:
-            by_machine.setdefault(machine, []).append((what, r))
-        for machine, figures in by_machine.items():
-            hits = sum(kinds[w.split("@")[0]].within(r) for w, r in figures)
-            theirs = [(machine, w, r) for w, r in figures]
-            worst = worst_by_machine(theirs, kinds)[machine]
-            misses = [
-                f"{kinds[kind].label} {kinds[kind].error(r)} at {what.split('@')[1]} "
-                f"(tolerance {kinds[kind].bound()})"
-                for kind, (what, r) in worst.items()
-                if not kinds[kind].within(r)
-            ]
-            rows.append(
-                [
-                    exp.name,
-                    machine,
-                    f"{hits}/{len(figures)} within tolerance",
-                    "; ".join(misses) or "none",
-                ]
-            )
-    header = ["experiment", "machine", "figures", "worst miss per kind"]
-    return md_table(header, [r + [""] * (4 - len(r)) for r in rows])
 
 
 SUMMARY_HEADING = "## Summary: each machine's worst row, in-sample and left out"

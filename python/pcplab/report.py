@@ -14,9 +14,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pcplab import experiments
+from pcplab import experiments, verdict
 from pcplab.buildinfo import header_facts
-from pcplab.fidelity_doc import render_markdown, render_verdict
+from pcplab.fidelity_doc import render_markdown
 
 
 def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
@@ -61,25 +61,36 @@ def write_index(
     files: dict[str, dict[str, list[Path]]],
     notes: dict[str, str],
     header: str,
+    cv: dict[str, list[dict[str, Any]]] | None = None,
 ) -> Path:
     """Write OUT/index.md (and index.html): where it stands, then each experiment.
 
     It opens with the pcplab version and commit, the date and the host, and
     the verdict: per experiment and machine, the figures within tolerance
-    and each kind's worst miss with its size.
+    in-sample, left out (CV: the rows each machine's fold ran) and held
+    out, and each kind's worst miss with its size; every scored figure
+    follows at the end, and in verdict.csv and verdict.json.
     """
     facts = header_facts()
     lines = ["# pcplab reproduce", "", header, ""]
     lines += [f"- {key}: {value}" for key, value in facts.items()]
     lines += ["", "## Verdict", ""]
     lines += [
-        "Each published figure against the model, in units of its tolerance "
-        "(docs/fidelity.md says how they were chosen): a figure is a hit when "
-        "its error is within the tolerance.",
+        "Each published figure against the model, and what a reader of the "
+        "thread judges beyond it (an order of machines, a histogram's tail, "
+        "the sign of a change), in units of its tolerance (docs/fidelity.md, "
+        "Scoring): a figure is a hit when its error is within the tolerance. "
+        "In-sample: the fit read its row. Left out: run with the constants of "
+        "the fold that left its machine out (machines/crossval.toml). Held "
+        "out: no fit reads its row. Every figure is listed at the end "
+        "([verdict.csv](verdict.csv)).",
         "",
-        *render_verdict(results),
+        *verdict.render(results, cv, notes),
         "",
     ]
+    flat = verdict.flat(results, cv)
+    write_csv(out / "verdict.csv", flat)
+    (out / "verdict.json").write_text(json.dumps(flat, indent=1) + "\n")
     published = experiments.published()
     for name in [*results, *(n for n in notes if n not in results)]:
         lines += [f"## {name}", ""]
@@ -97,8 +108,9 @@ def write_index(
         lines += ["Files: " + ", ".join(links), ""]
         lines += ["In the thread's layout:", "", "```", texts[name].rstrip(), "```", ""]
         if name in published:
-            md = render_markdown({name: results[name]})
+            md = render_markdown({name: results[name]}, cv)
             lines += ["Model beside published:", "", md, ""]
+    lines += ["## Every scored figure", "", *verdict.render_figures(results, cv), ""]
     path = out / "index.md"
     path.write_text("\n".join(lines) + "\n")
     write_html(path, out / "index.html")

@@ -7,6 +7,13 @@ below; a ratio tolerance of 10% is a log ratio of log(1.10). The verdict
 reads a tolerance as it is stated: "within 30%" is a relative error of at
 most 30% either way (-25% is within), "within 2x" a factor either way.
 
+A figure that is itself a percentage (a share of CPU time, a change in %)
+is held to its stated points only while they are a small part of it: the
+verdict reads its tolerance as SHARE_OF_SIZE of the published figure,
+never more than the points stated and never less than FLOOR_PTS (a 10-point
+tolerance on a 13% figure would pass a model that said 3%). The fit keeps
+weighing the stated points (docs/fidelity.md, "How the model is fitted").
+
 Each experiment module (pcplab.experiments) names its own kinds of figure
 and computes its residuals with `add`; the registry gathers them.
 """
@@ -17,7 +24,43 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-Residual = tuple[str, str, float]  # (reference machine, kind@row, residual)
+# A percentage figure's tolerance: this share of the published figure, at
+# most its stated points, at least FLOOR_PTS (docs/fidelity.md).
+SHARE_OF_SIZE = 0.25
+FLOOR_PTS = 2.0
+
+
+class Residual(tuple):  # noqa: SLOT001 - it carries the figures it compares
+    """(reference machine, "kind@row", error in tolerances), and its two figures.
+
+    Unpacks as the triple the fit reads; `model` and `published` let the
+    verdict read a percentage's tolerance against the figure's own size.
+    """
+
+    model: float | None
+    published: float | None
+
+    def __new__(
+        cls,
+        machine: Any,
+        what: str | None = None,
+        value: float | None = None,
+        model: float | None = None,
+        published: float | None = None,
+    ) -> Residual:
+        """Return the triple, remembering MODEL and PUBLISHED.
+
+        Given one iterable (as dataclasses.asdict rebuilds a tuple), the
+        triple it holds, without the figures.
+        """
+        triple = tuple(machine) if what is None else (machine, what, value)
+        self = super().__new__(cls, triple)
+        self.model, self.published = model, published
+        return self
+
+    def __getnewargs__(self) -> tuple[Any, ...]:  # type: ignore[override]
+        """Return what pickling rebuilds it from (the figures too)."""
+        return (*self, self.model, self.published)
 
 
 @dataclass(frozen=True)
@@ -46,21 +89,42 @@ class Kind:
             return f"{factor:.2f}x"
         return f"{100 * (factor - 1):+.1f}%"
 
-    def miss(self, residual: float) -> float:
-        """Return the error as a share of the tolerance as stated (1: at its edge)."""
-        if not self.ratio or self.tolerance >= 1:
+    def points(self, published: float | None = None) -> float:
+        """Return a percentage figure's tolerance in points, read against PUBLISHED.
+
+        SHARE_OF_SIZE of the published figure, at most the stated points and
+        at least FLOOR_PTS; the stated points where no figure is known.
+        """
+        if published is None:
+            return self.tolerance
+        share = SHARE_OF_SIZE * abs(published)
+        return max(min(FLOOR_PTS, self.tolerance), min(self.tolerance, share))
+
+    def miss(self, residual: float, published: float | None = None) -> float:
+        """Return the error as a share of the tolerance the verdict reads (1: its edge).
+
+        PUBLISHED, for a percentage figure, sizes its tolerance (points()).
+        """
+        if not self.ratio:
+            return abs(residual) * self.tolerance / self.points(published)
+        if self.tolerance >= 1:
             return abs(residual)
         factor = math.exp(residual * math.log1p(self.tolerance))
         return abs(factor - 1) / self.tolerance
 
-    def within(self, residual: float) -> bool:
-        """Say whether an error is inside the tolerance as stated."""
-        return self.miss(residual) <= 1 + 1e-9  # +10.0% is within 10%
+    def within(self, residual: float, published: float | None = None) -> bool:
+        """Say whether an error is inside the tolerance the verdict reads."""
+        return self.miss(residual, published) <= 1 + 1e-9  # +10.0% is within 10%
 
-    def bound(self) -> str:
-        """Say the tolerance."""
+    def bound(self, published: float | None = None) -> str:
+        """Say the tolerance (a percentage's, read against PUBLISHED)."""
         if not self.ratio:
-            return f"{self.tolerance:g} pts"
+            points = self.points(published)
+            if published is None or points == self.tolerance:
+                return f"{self.tolerance:g} pts"
+            if points == FLOOR_PTS:
+                return f"{points:g} pts, the floor"
+            return f"{points:.2g} pts, {100 * SHARE_OF_SIZE:g}% of {published:.4g}"
         if self.tolerance >= 1:
             return f"{1 + self.tolerance:g}x"
         return f"{100 * self.tolerance:g}%"
@@ -85,7 +149,7 @@ def add(
     """Append the residual of one figure of KINDS[KIND], where it can be told."""
     r = kinds[kind].residual(model, published)
     if r is not None:
-        out.append((machine, f"{kind}@{row}", r))
+        out.append(Residual(machine, f"{kind}@{row}", r, model, published))
 
 
 def error_pct(model: float, published: float) -> float | None:
@@ -95,14 +159,25 @@ def error_pct(model: float, published: float) -> float | None:
     return 100.0 * (model - published) / published
 
 
+def published_of(residual: tuple[str, str, float]) -> float | None:
+    """Return the published figure a residual compares (None if it does not say)."""
+    return getattr(residual, "published", None)
+
+
+def miss_of(residual: tuple[str, str, float], kinds: dict[str, Kind]) -> float:
+    """Return a residual's error as a share of the tolerance the verdict reads."""
+    kind = kinds[residual[1].split("@")[0]]
+    return kind.miss(residual[2], published_of(residual))
+
+
 def worst_by_machine(
     res: list[Residual], kinds: dict[str, Kind]
-) -> dict[str, dict[str, tuple[str, float]]]:
-    """Return, per machine and kind of figure, the row that misses most."""
-    out: dict[str, dict[str, tuple[str, float]]] = {}
-    for machine, what, value in res:
-        kind = what.split("@")[0]
-        best = out.setdefault(machine, {}).get(kind)
-        if best is None or kinds[kind].miss(value) > kinds[kind].miss(best[1]):
-            out[machine][kind] = (what, value)
+) -> dict[str, dict[str, Residual]]:
+    """Return, per machine and kind of figure, the residual that misses most."""
+    out: dict[str, dict[str, Residual]] = {}
+    for r in res:
+        kind = r[1].split("@")[0]
+        best = out.setdefault(r[0], {}).get(kind)
+        if best is None or miss_of(r, kinds) > miss_of(best, kinds):
+            out[r[0]][kind] = r
     return out

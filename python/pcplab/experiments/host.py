@@ -2,8 +2,10 @@
 
 page_fault1 and mmap_fill on the running kernel (`--engine host`, root:
 the sweep sets vm.percpu_pagelist_high_fraction) per fraction, each beside
-the model of this host (the TOML's model_engine) on the same spec. There is
-no published figure, so no section of docs/fidelity.md and nothing fitted.
+the model of this host on the same spec: the sim on this host's calibrated
+profile (`pcplab calibrate`) when one is on file, which the TOML's scores
+hold to the kernel, else the TOML's model_engine, unscored. There is no
+published figure, so no section of docs/fidelity.md and nothing fitted.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pcplab import charts, runs
+from pcplab import charts, machines, runs
 from pcplab.experiments._common import load_experiment, own_name
 from pcplab.memguard import mem_available_bytes
 from pcplab.render import generic_text
@@ -44,17 +46,22 @@ def run(quick: bool, workers: int, *, scheduler: Any = None) -> list[dict[str, A
             spec = {**base, "high_fraction": fraction}
             # The kernel's sysctl is global: host runs go one at a time.
             kernel = runs.run_specs([{**spec, "engine": "host"}], 1, desc="host")[0]
+            mine = model_spec(exp, spec)
             model = runs.run_specs(
-                [{**spec, "engine": exp["model_engine"]}],
-                workers,
-                scheduler=scheduler,
-                desc="host model",
+                [mine], workers, scheduler=scheduler, desc="host model"
             )[0]
             rows += [
                 row(workload, fraction, engine_name, res)
-                for engine_name, res in (("host", kernel), (exp["model_engine"], model))
+                for engine_name, res in (("host", kernel), (mine["engine"], model))
             ]
     return rows
+
+
+def model_spec(exp: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
+    """Return the model's side of SPEC: the calibrated sim if on file, else native."""
+    if exp.get("calibrated") in machines.profile_paths():
+        return {**spec, "engine": "sim", "machine": exp["calibrated"]}
+    return {**spec, "engine": exp["model_engine"]}
 
 
 def row(workload: str, fraction: int, engine_name: str, res: dict) -> dict[str, Any]:

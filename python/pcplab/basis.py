@@ -1,0 +1,106 @@
+"""What a scored figure rests on: a row the fit read, a fold that left it out, neither.
+
+- in-sample: the fit read the figure's row (a FITTED experiment's
+  reference machine, at a row its TOML's [fit] table keeps: its `batch`
+  list, or every row without one);
+- left out: the figure was run with the constants of the fold that left
+  its machine out (machines/crossval.toml), which names where the fold's
+  search started: a fold started from the full fit has seen its rows
+  through that start (docs/fidelity.md);
+- held out: no fit reads its row (pcplab/heldout/, a row of a fitted
+  experiment the [fit] table skips, this host); said when it runs on a
+  profile some fitted machine has.
+
+An experiment added later needs nothing here: FITTED, its [fit] table and
+its [machines] (or `profile`) say it all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cache
+
+from pcplab import experiments, machines
+from pcplab.experiments._common import fitted_profiles
+
+IN_SAMPLE, LEFT_OUT, HELD_OUT = "in-sample", "left out", "held out"
+BASES = (IN_SAMPLE, LEFT_OUT, HELD_OUT)
+
+
+@dataclass(frozen=True)
+class Basis:
+    """What one scored figure rests on, and a note saying how (may be empty)."""
+
+    kind: str
+    note: str = ""
+
+
+@cache
+def fold_starts() -> dict[str, str]:
+    """Return, per machine with a fold on file, where that fold's search started."""
+    if not machines.CROSSVAL.is_file():
+        return {}
+    doc = machines.read_toml(machines.CROSSVAL)
+    starts = doc.get("start", {})
+    return {
+        m: str(starts.get(m, "an unrecorded start")) for m in doc.get("left_out", {})
+    }
+
+
+def _fit_table(name: str) -> tuple[set[str], set[str] | None]:
+    """Return the reference machines experiment NAME's fit reads and its row labels.
+
+    The labels are None where the [fit] table keeps every row.
+    """
+    exp = experiments.get(name)
+    if not exp.fitted:
+        return set(), set()
+    spec = exp.spec()
+    rows = experiments.reference_rows(spec["reference"]) if "reference" in spec else []
+    batches = spec.get("fit", {}).get("batch")
+    labels = None if batches is None else {str(b) for b in batches}
+    return {r["machine"] for r in rows}, labels
+
+
+def _read_by_fit(name: str, machine: str, row: str) -> bool:
+    """Say whether the fit reads the figure of NAME's MACHINE at ROW ("5/0": both)."""
+    fitted, labels = _fit_table(name)
+    if machine not in fitted:
+        return False
+    return labels is None or all(part in labels for part in row.split("/"))
+
+
+def _profile(name: str, machine: str) -> str:
+    """Return the profile experiment NAME runs its row label MACHINE on."""
+    spec = experiments.get(name).spec()
+    mapped = spec.get("machines")
+    if isinstance(mapped, dict) and machine in mapped:
+        return str(mapped[machine])
+    return str(spec.get("profile", machine))
+
+
+def of(name: str, rests_on: Iterable[tuple[str, str]], left_out: bool) -> Basis:
+    """Return what a figure of experiment NAME built from REST_ON rests on.
+
+    LEFT_OUT: it was run with each machine's fold (pcplab.fidelity.left_out).
+    A figure built from several rows is in-sample if the fit read any.
+    """
+    pairs = list(rests_on)
+    machines_of = sorted({m for m, _ in pairs})
+    if left_out:
+        starts = {fold_starts().get(m, "?") for m in machines_of}
+        start = starts.pop() if len(starts) == 1 else "several starts"
+        whose = machines_of[0] if len(machines_of) == 1 else "each machine"
+        return Basis(LEFT_OUT, f"fold without {whose}, start: {start}")
+    if any(_read_by_fit(name, m, row) for m, row in pairs):
+        return Basis(IN_SAMPLE)
+    seen = fitted_profiles(experiments.fitted())
+    if any(_profile(name, m) in seen for m in machines_of):
+        return Basis(HELD_OUT, "on a fitted machine's profile")
+    return Basis(HELD_OUT)
+
+
+def without_fold(name: str, rests_on: Iterable[tuple[str, str]]) -> list[str]:
+    """Return the machines of an in-sample figure of NAME that no fold leaves out."""
+    return sorted({m for m, _ in rests_on if m not in fold_starts()})
