@@ -19,9 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import tomli_w
-
-from pcplab import calibrate, charts, machines, runs
+from pcplab import charts, machines, runs
 from pcplab.experiments._common import load_experiment, mode_table, own_name
 from pcplab.host.execute import execute_run
 from pcplab.memguard import mem_available_bytes
@@ -93,6 +91,8 @@ def _row(
 
 def run(quick: bool, workers: int, *, scheduler: Any = None) -> list[dict[str, Any]]:
     """Measure this host, run each case on its kernel and on both models."""
+    from pcplab import calibrate  # here, like tomli_w (_profiles)
+
     exp = load_experiment(NAME)
     mode = mode_table(exp, quick)
     profiles = _profiles(calibrate.measure())
@@ -115,6 +115,8 @@ def run(quick: bool, workers: int, *, scheduler: Any = None) -> list[dict[str, A
 
 def _profiles(profile: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Return PROFILE loaded as the engine takes it: predicted and calibrated."""
+    import tomli_w  # here: the CLI imports every experiment, and needs only click
+
     out = {}
     with tempfile.TemporaryDirectory(prefix="pcplab-hostmodel-") as tmp:
         for model in MODELS:
