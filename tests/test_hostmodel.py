@@ -94,3 +94,13 @@ def test_calibrating_a_busy_host_says_so(monkeypatch, capsys):
     assert calibrate.busy() == "load average 11.7 on 2 CPUs"
     monkeypatch.setattr(calibrate.os, "getloadavg", lambda: (0.9, 0.5, 0.2))
     assert calibrate.busy() is None
+
+
+def test_the_calibrated_rows_are_in_sample_and_the_predicted_held_out():
+    """A model calibrated on this host is judged on it: not a prediction."""
+    from pcplab import basis
+
+    rows = [("this host", "calibrated page_fault1 x1 pages_per_s")]
+    assert basis.of("hostmodel", rows, False).kind == basis.IN_SAMPLE
+    rows = [("this host", "predicted page_fault1 x1 pages_per_s")]
+    assert basis.of("hostmodel", rows, False).kind == basis.HELD_OUT

@@ -7,6 +7,9 @@
   its machine out (machines/crossval.toml), which names where the fold's
   search started: a fold started from the full fit has seen its rows
   through that start (docs/fidelity.md);
+  Also in-sample: a row its TOML's `measured_rows` names (by prefix),
+  whose costs were measured on the very machine it is judged on (a
+  calibrated profile beside the kernel it was calibrated on);
 - held out: no fit reads its row (pcplab/heldout/, a row of a fitted
   experiment the [fit] table skips, this host); said when it runs on a
   profile some fitted machine has.
@@ -95,6 +98,9 @@ def of(name: str, rests_on: Iterable[tuple[str, str]], left_out: bool) -> Basis:
         return Basis(LEFT_OUT, f"fold without {whose}, start: {start}")
     if any(_read_by_fit(name, m, row) for m, row in pairs):
         return Basis(IN_SAMPLE)
+    measured = experiments.get(name).spec().get("measured_rows", [])
+    if any(row.startswith(tuple(measured)) for _, row in pairs):
+        return Basis(IN_SAMPLE, "its costs measured on the machine it is judged on")
     seen = fitted_profiles(experiments.fitted())
     if any(_profile(name, m) in seen for m in machines_of):
         return Basis(HELD_OUT, "on a fitted machine's profile")
