@@ -17,17 +17,7 @@ from typing import Any
 
 import click
 
-from pcplab import (
-    data,
-    experiments,
-    fidelity,
-    fit,
-    fitted,
-    render,
-    report,
-    runs,
-    verdict,
-)
+from pcplab import data, experiments, fitted, render, report, runs, verdict
 from pcplab.cli_examples import EXAMPLES
 from pcplab.cli_options import jobs_option, seeds_option
 from pcplab.errors import BadInput
@@ -126,6 +116,9 @@ def left_out_rows(
     (machines/crossval.toml), over the same rows and seeds as RESULTS: the
     model's left-out figures. A machine with no fold on file runs nothing.
     """
+    # here, not at the top: fit needs numpy, and the CLI starts on click alone
+    from pcplab import fidelity, fit
+
     owner = fidelity.reference_machines()
     ran = {r.get("machine") for rows in results.values() for r in rows}
     folds = {
