@@ -129,9 +129,10 @@ def _profiles(profile: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _figures(rows: list[dict[str, Any]]) -> list[str]:
-    """Return the rows' figure keys: pages/s, then every share."""
-    return [k for k in rows[0] if k == "pages_per_s" or "." in k and "_std" not in k]
+def _figures(exp: dict[str, Any]) -> list[str]:
+    """Return the figure keys the TOML names: pages/s, then every share."""
+    shares = [f"{kind}.{fn}" for kind in ("self", "children") for fn in exp[kind]]
+    return ["pages_per_s", *shares]
 
 
 def residuals(rows: list[dict[str, Any]]) -> list[Residual]:
@@ -143,7 +144,7 @@ def residuals(rows: list[dict[str, Any]]) -> list[Residual]:
         if r["engine"] == "host" or host is None:
             continue
         case = f"{r['engine']} {r['workload']} x{r['tasks']}"
-        for key in _figures(rows):
+        for key in _figures(load_experiment(NAME)):
             kind = "hostmodel_throughput" if key == "pages_per_s" else "hostmodel_share"
             add(out, KINDS, "this host", kind, f"{case} {key}", r[key], host[key])
     return out
@@ -161,8 +162,8 @@ def _cell(r: dict[str, Any], key: str) -> str:
 
 def text(rows: list[dict[str, Any]], spec: dict[str, Any]) -> str:
     """Return the kernel beside both models, case by case."""
-    keys = _figures(rows)
-    header = ["workload", "tasks", "engine", "pages/s", *(k for k in keys[1:])]
+    keys = _figures(spec)
+    header = ["workload", "tasks", "engine", "pages/s", *keys[1:]]
     cells = [
         [r["workload"], str(r["tasks"]), r["engine"], *(_cell(r, k) for k in keys)]
         for r in rows
@@ -180,7 +181,7 @@ def text(rows: list[dict[str, Any]], spec: dict[str, Any]) -> str:
 
 def plots(rows: list[dict[str, Any]], out: Path) -> list[Path]:
     """Plot each case's pages/s and shares: this kernel beside both models."""
-    keys = _figures(rows)
+    keys = _figures(load_experiment(NAME))
     panels = []
     for (workload, tasks), mine in _by_case(rows).items():
         for key, ylabel, scale in (
