@@ -298,7 +298,7 @@ def test_tune_on_the_host_says_it_was_interrupted(tmp_path, original, signum):
     started = _descendants(proc.pid)
     proc.send_signal(signum)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 128 + signum
+    assert proc.returncode == 128 + signum, err
     last = err.rstrip("\n").splitlines()
     assert last[-1].startswith(f"pcplab: interrupted by {signal.Signals(signum).name}")
     assert "" not in [x.strip() for x in last[-2:]]

@@ -155,7 +155,8 @@ def run_engine(spec: dict[str, Any], phases: _Phases, owner: Owner) -> dict[str,
     finally:
         ours.close()
         for reader in readers:
-            reader.join(timeout=30)
+            if reader.ident is not None:  # a signal may land before both started
+                reader.join(timeout=30)
     message = "".join(err).strip()
     if proc.returncode == 2:
         raise BadInput.relayed(message or "pcplab: pcplab-host rejected its input")
