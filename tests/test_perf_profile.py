@@ -68,6 +68,25 @@ def test_sim_children_hold_their_callees(contended):
     assert "free_unref_page_list" in children  # the 6.6 kernel's free of munmap
 
 
+def test_sim_anonymous_clear_is_under_the_allocator(contended):
+    """page_fault1's clear_page is the allocator's (__GFP_ZERO), a COW's copy is not.
+
+    The kernel clears an anonymous fault's page in post_alloc_hook(), under
+    get_page_from_freelist; page_fault2 copies the file page in the fault.
+    """
+    self_, children = (contended["perf_profile"][k] for k in ("self", "children"))
+    inside = self_["clear_page_erms"] + self_["__rmqueue_pcplist"] + self_["rmqueue_bulk"]
+    assert children["get_page_from_freelist"] >= inside
+    cow = json.loads(
+        raw_run(
+            sim_spec(
+                "haswell-desktop", workload="page_fault2", tasks=1, duration_s=0.1
+            )
+        )
+    )["perf_profile"]
+    assert cow["children"]["get_page_from_freelist"] < cow["self"]["copy_page"]
+
+
 def test_sim_one_task_clears_more_than_it_does_anything_else():
     """page_fault1, 1 task: clear_page_erms leads every function but the fault's own.
 

@@ -69,6 +69,7 @@ static const struct prof_fn term_fn[NR_PROF_TERMS] = {
 	[COST_MMAP] = { { "do_syscall_64", "do_syscall_64", "do_syscall_64" } },
 	/* a workload's own stores: user space (LKP: the testcase's symbol) */
 	[PROF_USER_WRITE] = { { "user", "user", "user" } },
+	/* PROF_INIT_ON_ALLOC: clear_page's, under get_page_from_freelist */
 	/* PROF_DELAY, PROF_INSTRUMENT: nothing the kernel's profile names */
 };
 
@@ -128,12 +129,13 @@ static const struct {
 	{ { { "handle_mm_fault", "handle_mm_fault", "handle_mm_fault" } },
 	  1U << COST_FAULT_BASE | 1U << COST_CLEAR_PAGE | 1U << COST_COPY_PAGE |
 		  1U << COST_PCP_ALLOC | 1U << COST_BUDDY_ALLOC_PAGE |
-		  1U << COST_LRU_ADD_PAGE,
+		  1U << PROF_INIT_ON_ALLOC | 1U << COST_LRU_ADD_PAGE,
 	  -1,
 	  1U << SIDE_ALLOC },
 	{ { { "get_page_from_freelist", "get_page_from_freelist",
 	      "get_page_from_freelist" } },
-	  1U << COST_PCP_ALLOC | 1U << COST_BUDDY_ALLOC_PAGE,
+	  1U << COST_PCP_ALLOC | 1U << COST_BUDDY_ALLOC_PAGE |
+		  1U << PROF_INIT_ON_ALLOC,
 	  LOCK_ZONE,
 	  1U << SIDE_ALLOC },
 	{ { { "free_unref_page_list", "free_unref_page_list",
@@ -162,6 +164,8 @@ static enum prof_era prof_era(void)
 
 static const char *term_name(int term, enum prof_era era)
 {
+	if (term == PROF_INIT_ON_ALLOC) /* the same clear, another caller */
+		term = COST_CLEAR_PAGE;
 	if (engine_arm64() && arm64_fn[term].name[era])
 		return arm64_fn[term].name[era];
 	if (term == COST_CLEAR_PAGE)

@@ -73,6 +73,21 @@ static struct page *filemap_fault(struct task_mm *mm, unsigned long index)
 }
 
 /*
+ * An anonymous fault's page comes zeroed from the allocator: x86 and arm64
+ * ask for __GFP_ZERO (vma_alloc_zeroed_movable_folio(), and before 6.3
+ * __alloc_zeroed_user_highpage()), so the clear runs in post_alloc_hook()
+ * under get_page_from_freelist(), where LKP's perf-profile counts it.
+ */
+static struct page *vma_alloc_zeroed_movable_folio(void)
+{
+	struct page *page = alloc_pages(0, MIGRATE_MOVABLE);
+
+	if (page)
+		kernel_init_pages(page);
+	return page;
+}
+
+/*
  * A write fault at page @index of the mapping, then @write_bytes written
  * (1 for will-it-scale, PAGE_SIZE for a fill). The fault latency histogram
  * covers allocation, clearing or copying, and the LRU add.
@@ -93,13 +108,12 @@ int handle_mm_fault(struct task_mm *mm, enum fault_kind kind,
 	if (kind == FAULT_FILE_SHARED) {
 		page = src;
 	} else {
-		page = alloc_pages(0, MIGRATE_MOVABLE);
+		page = src ? alloc_pages(0, MIGRATE_MOVABLE)
+			   : vma_alloc_zeroed_movable_folio();
 		if (!page)
 			return -ENOMEM;
 		if (src)
 			copy_page(page, src);
-		else
-			clear_page(page);
 		folio_add_lru(&mm->lru_add, page);
 		mm->pages[mm->nr++] = page;
 	}

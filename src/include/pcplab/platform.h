@@ -19,6 +19,9 @@
  *   delay_ns(ns)            spend @ns doing nothing shared (workloads that
  *                           model think and hold times)
  *   clear_page(page)        zero a frame (native: the real 4 KiB frame)
+ *   kernel_init_pages(page) zero a frame the allocator hands out for
+ *                           __GFP_ZERO (post_alloc_hook(): perf finds it
+ *                           under get_page_from_freelist)
  *   copy_page(to, from)     copy a frame (a COW fault)
  *   this_cpu_stats()        the current CPU's counters and histograms
  *   stats_detach()          from now on, count this CPU's statistics
@@ -88,6 +91,7 @@ enum prof_term {
 		NR_COST_KINDS, /* the workload's own stores to a page */
 	PROF_DELAY, /* delay_ns(): a workload's own timing, polling */
 	PROF_INSTRUMENT, /* the instrument's own cost (src/arch/sim/instrument.c) */
+	PROF_INIT_ON_ALLOC, /* kernel_init_pages(): clear_page of __GFP_ZERO */
 	NR_PROF_TERMS,
 };
 

@@ -53,6 +53,11 @@ void spin_lock_caller(spinlock_t *lock, const struct lock_caller *caller);
 void spin_unlock(spinlock_t *lock);
 void clear_page(struct page *page);
 void copy_page(struct page *to, const struct page *from);
+/* A __GFP_ZERO allocation's clear: the same memset here. */
+static inline void kernel_init_pages(struct page *page)
+{
+	clear_page(page);
+}
 void write_page(struct page *page, size_t bytes);
 u64 now_ns_slow(void);
 void arch_set_cpu(int cpu);
