@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from pcplab import (
+    basis,
     data,
     engine,
     experiments,
@@ -339,20 +340,33 @@ def test_the_summary_lists_held_out_machines_with_their_one_figure() -> None:
         r["ratio"] = r["score"] / rows[0]["score"]
         r["ratio_published"] = r["score_published"] / rows[0]["score_published"]
     summary = fidelity_doc.render_summary({"aaron2018prefetch": rows}, None)
-    assert (
-        "| Skylake(2S) | score (held out) (10%) | not fitted | +20.0% at 31 | **no** |"
-        in summary
+    assert (  # skylake-sp-2s: no fitted machine's profile
+        "| Skylake(2S) | score (held out) (10%) | not fitted | +20.0% at 31 | "
+        "none: held out | **no** |" in summary
     )
-    assert (
-        "| Broadwell(2S) | score (held out) (10%) | not fitted | +0.0% at 31 | yes |"
-        in (summary)
+    assert (  # broadwell-ep: the 2018 thread's fitted Broadwell-EP
+        "| Broadwell(2S) | score (held out) (10%) | not fitted | +0.0% at 31 | "
+        "none: held out, on a fitted machine's profile | yes |" in summary
     )
     assert "Skylake(2S) | score over the anchor's (held out) (10%)" in summary
     assert "Broadwell(2S) | score over the anchor's" not in summary  # the anchor itself
     assert summary.endswith(
-        "\nWithin tolerance: 0 of 0 reference rows in-sample, "
-        "0 left out; 1 of 3 held-out figures."
+        "\nWithin tolerance: 0 of 0 reference rows in-sample; left out 0 of 0 "
+        "(folds started nowhere: no fold on file); held out 1 of 3 figures, "
+        "1 of 1 of them on a fitted machine's profile."
     )
+
+
+def test_the_summary_names_each_left_out_figures_fold_start() -> None:
+    """A left-out figure names its fold's start; a full-fit start is no prediction."""
+    rows = [{"machine": "Haswell-EP", "batch": 31, "score": 1.0e7}]
+    rows[0].update(score_published=1.05e7, zone_contention=None, lru_contention=None)
+    rows[0].update(zone_published=None, lru_published=None)
+    summary = fidelity_doc.render_summary({"aaron2018": rows}, {"aaron2018": rows})
+    start = basis.fold_starts()["Haswell-EP"]
+    assert f"| -4.8% at 31 | {start} | yes |" in summary
+    assert f"(folds started from {start}: 1 of 1)" in summary
+    assert ("its figures are not predictions" in summary) == (start == "full fit")
 
 
 def test_ying2023zones_holds_the_model_to_the_mails_contention() -> None:

@@ -75,13 +75,11 @@ def test_sim_anonymous_clear_is_under_the_allocator(contended):
     get_page_from_freelist; page_fault2 copies the file page in the fault.
     """
     self_, children = (contended["perf_profile"][k] for k in ("self", "children"))
-    inside = self_["clear_page_erms"] + self_["__rmqueue_pcplist"] + self_["rmqueue_bulk"]
-    assert children["get_page_from_freelist"] >= inside
+    allocator = ("clear_page_erms", "__rmqueue_pcplist", "rmqueue_bulk")
+    assert children["get_page_from_freelist"] >= sum(self_[f] for f in allocator)
     cow = json.loads(
         raw_run(
-            sim_spec(
-                "haswell-desktop", workload="page_fault2", tasks=1, duration_s=0.1
-            )
+            sim_spec("haswell-desktop", workload="page_fault2", tasks=1, duration_s=0.1)
         )
     )["perf_profile"]
     assert cow["children"]["get_page_from_freelist"] < cow["self"]["copy_page"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pcplab import experiments, recordlist
+from pcplab import basis, experiments, recordlist
 from pcplab.fidelity import Spread, reference_machines
 from pcplab.render import md_table
 from pcplab.tolerance import Kind, Residual, published_of, worst_by_machine
@@ -50,13 +50,53 @@ def _within(kind: Kind, r: Residual) -> str:
     return "yes" if kind.within(r[2], published_of(r)) else "**no**"
 
 
+def _owners(results: Rows) -> dict[tuple[str, str], str]:
+    """Return the experiment of every (machine, kind@row) figure of RESULTS."""
+    return {
+        (r[0], r[1]): name
+        for name, rows in results.items()
+        for r in experiments.get(name).residuals(rows)
+    }
+
+
+def _held_out_basis(owner: str | None, worst: Residual) -> str:
+    """Say what a held-out figure rests on: nothing fitted, or a fitted profile."""
+    if owner is None:
+        return "none: held out"
+    row = worst[1].split("@")[1]
+    note = basis.of(owner, [(worst[0], row)], left_out=False).note
+    return f"none: held out, {note}" if note else "none: held out"
+
+
+def _tally(hits: dict[str, int], totals: dict[str, int], starts: dict) -> str:
+    """Say how many figures of each basis are within tolerance, and what each is."""
+    by_start = "; ".join(
+        f"from {start}: {h} of {n}" for start, (h, n) in sorted(starts.items())
+    )
+    caveat = (
+        " A fold started from the full fit has read the rows it leaves out "
+        "through its start: its figures are not predictions."
+        if "full fit" in starts
+        else ""
+    )
+    return (
+        f"Within tolerance: {hits['in']} of {totals['in']} reference rows "
+        f"in-sample; left out {hits['out']} of {totals['out']} (folds started "
+        f"{by_start or 'nowhere: no fold on file'}); held out {hits['held']} of "
+        f"{totals['held']} figures, {hits['seen']} of {totals['seen']} of them "
+        f"on a fitted machine's profile.{caveat}"
+    )
+
+
 def render_summary(
     results: Rows,
     cv: Rows | None,
     spread: tuple[Spread, Spread] = ({}, {}),
 ) -> str:
-    """Return each machine's worst row per figure, in-sample and left out.
+    """Return each machine's worst row per figure, in-sample, left out, held out.
 
+    Every left-out figure names where its fold's search started, every
+    held-out one whether it ran on a fitted machine's profile (pcplab.basis).
     SPREAD: the range of every figure's error over the seeds, in-sample and
     left out, where the rows are means over several (pcplab.fidelity).
     """
@@ -64,51 +104,68 @@ def render_summary(
     seeds_in, seeds_out = spread
     inside = worst_by_machine(experiments.residuals(results), kinds)
     outside = worst_by_machine(experiments.residuals(cv or {}), kinds)
-    fitted = reference_machines()
+    fitted, owners = reference_machines(), _owners(results)
     rows = []
-    hits = {"in-sample": 0, "left out": 0, "held out": 0}
-    held = 0
+    hits = dict.fromkeys(("in", "out", "held", "seen"), 0)
+    totals = dict.fromkeys(hits, 0)
+    starts: dict[str, tuple[int, int]] = {}
     for machine in fitted:
+        start = basis.fold_starts().get(machine, "no fold")
         for kind, worst in inside.get(machine, {}).items():
             k = kinds[kind]
             o = outside.get(machine, {}).get(kind)
-            hits["in-sample"] += k.within(worst[2], published_of(worst))
-            hits["left out"] += o is not None and k.within(o[2], published_of(o))
+            hits["in"] += k.within(worst[2], published_of(worst))
+            totals["in"] += 1
+            if o is not None:
+                hit = k.within(o[2], published_of(o))
+                hits["out"] += hit
+                totals["out"] += 1
+                h, n = starts.get(start, (0, 0))
+                starts[start] = (h + hit, n + 1)
             rows.append(
                 [
                     machine,
                     f"{k.label} ({k.bound(published_of(worst))})",
                     _at(k, worst, seeds_in.get((machine, worst[1]))),
                     "-" if o is None else _at(k, o, seeds_out.get((machine, o[1]))),
+                    "-" if o is None else start,
                     "-" if o is None else _within(k, o),
                 ]
             )
     # held-out figures (a thread's own machine names): no fit reads them, so
-    # their one figure, from the full fit's constants, is a left-out one
+    # their one figure, from the full fit's constants, is a prediction, the
+    # more so when no fitted machine shares its profile
     for machine, worst_kinds in inside.items():
         if machine in fitted:
             continue
         for kind, worst in worst_kinds.items():
             k = kinds[kind]
-            label = f"{k.label} ({k.bound(published_of(worst))})"
-            hits["held out"] += k.within(worst[2], published_of(worst))
-            held += 1
+            rests_on = _held_out_basis(owners.get((machine, worst[1])), worst)
+            hit = k.within(worst[2], published_of(worst))
+            seen = "profile" in rests_on
+            hits["held"] += hit
+            totals["held"] += 1
+            hits["seen"] += hit and seen
+            totals["seen"] += seen
             rows.append(
                 [
                     machine,
-                    label,
+                    f"{k.label} ({k.bound(published_of(worst))})",
                     "not fitted",
                     _at(k, worst, seeds_in.get((machine, worst[1]))),
+                    rests_on,
                     _within(k, worst),
                 ]
             )
-    header = ["machine", "figure (tolerance)", "in-sample worst", "left out worst"]
-    tally = (
-        f"Within tolerance: {hits['in-sample']} of {len(rows) - held} reference "
-        f"rows in-sample, {hits['left out']} left out; {hits['held out']} of "
-        f"{held} held-out figures."
-    )
-    return "\n".join([*md_table([*header, "within"], rows), "", tally])
+    header = [
+        "machine",
+        "figure (tolerance)",
+        "in-sample worst",
+        "left out worst",
+        "fold's start",
+        "within",
+    ]
+    return "\n".join([*md_table(header, rows), "", _tally(hits, totals, starts)])
 
 
 SUMMARY_HEADING = "## Summary: each machine's worst row, in-sample and left out"
@@ -138,12 +195,15 @@ def render_document(
         SUMMARY_HEADING,
         "",
         "In-sample: the constants of constants.toml, fitted on every "
-        "reference machine. Left out: for each machine, the constants fitted "
-        "without it (crossval.toml), i.e. the model's prediction for a machine "
-        "it has not seen. `within`: the left-out worst row is inside the "
+        "reference machine. Left out: for each machine, the constants of the "
+        "fold fitted without its rows (crossval.toml); `fold's start` says "
+        "where that fold's search began, and a fold started from the full fit "
+        "has read the rows it leaves out through its start, so its figure is "
+        "not a prediction. `within`: the left-out worst row is inside the "
         "tolerance. Below the reference machines, the held-out figures "
         "(pcplab/heldout/, under their threads' machine names), which no fit "
-        "reads: their figure from constants.toml is already a prediction." + over,
+        "reads: their figure from constants.toml is a prediction, `fold's "
+        "start` says whether it ran on a profile some fitted machine has." + over,
         "",
     ]
     if results.keys() & set(experiments.fitted()):
