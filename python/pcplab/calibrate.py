@@ -17,7 +17,6 @@ import os
 import platform
 import re
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -232,21 +231,18 @@ def _drop_refused(profile: dict[str, Any], sources: list[str]) -> None:
     whose neighbours share the cache); the engine's ranges are the one
     judge, and SOURCES says which measurement was replaced.
     """
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "host.toml"
-        while True:
-            path.write_text(tomli_w.dumps(profile))
-            spec = {"engine": "sim", "workload": "page_fault1", "tasks": 1}
-            try:
-                engine.resolve({**spec, "machine": machines.load_profile(str(path))})
-                return
-            except BadInput as exc:
-                refused = REFUSED.search(str(exc))
-                if not refused or refused[1] not in profile["hardware"]:
-                    raise
-                del profile["hardware"][refused[1]]
-                name, value = refused[1], refused[2]
-                sources.append(f"measured {name} {value} refused: the table's")
+    spec = {"engine": "sim", "workload": "page_fault1", "tasks": 1}
+    while True:
+        try:
+            engine.resolve({**spec, "machine": machines.profile_of(profile, "host")})
+            return
+        except BadInput as exc:
+            refused = REFUSED.search(str(exc))
+            if not refused or refused[1] not in profile["hardware"]:
+                raise
+            del profile["hardware"][refused[1]]
+            name, value = refused[1], refused[2]
+            sources.append(f"measured {name} {value} refused: the table's")
 
 
 def calibrate(out: str | None, name: str) -> Path:

@@ -527,6 +527,20 @@ def _warn_overrides(path: Path, profile: dict[str, Any]) -> None:
 def load_profile(name: str) -> dict[str, Any]:
     """Return the machine `name` (or a .toml path) ready for the engine spec."""
     path, profile = _read_profile(name)
+    return _engine_profile(path, profile)
+
+
+def profile_of(profile: dict[str, Any], where: str) -> dict[str, Any]:
+    """Return a profile held in memory (as a TOML file would read) for the engine.
+
+    WHERE names it in refusals and warnings, as a file's path would.
+    """
+    _check_types(Path(where), profile)
+    return _engine_profile(Path(where), profile)
+
+
+def _engine_profile(path: Path, profile: dict[str, Any]) -> dict[str, Any]:
+    """Return the checked PROFILE read from PATH as the engine spec's machine."""
     hardware = _resolved(path, profile)
     _warn_overrides(path, profile)
     spec: dict[str, Any] = {

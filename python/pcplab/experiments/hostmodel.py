@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import statistics
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -115,17 +114,12 @@ def run(quick: bool, workers: int, *, scheduler: Any = None) -> list[dict[str, A
 
 def _profiles(profile: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Return PROFILE loaded as the engine takes it: predicted and calibrated."""
-    import tomli_w  # here: the CLI imports every experiment, and needs only click
-
     out = {}
-    with tempfile.TemporaryDirectory(prefix="pcplab-hostmodel-") as tmp:
-        for model in MODELS:
-            mine = {
-                k: v for k, v in profile.items() if model != "predicted" or k != "costs"
-            }
-            path = Path(tmp) / f"host-{model}.toml"
-            path.write_text(tomli_w.dumps({**mine, "name": f"host-{model}"}))
-            out[model] = machines.load_profile(str(path))
+    for model in MODELS:
+        drop = "costs" if model == "predicted" else None
+        mine = {k: v for k, v in profile.items() if k != drop}
+        name = f"host-{model}"
+        out[model] = machines.profile_of({**mine, "name": name}, name)
     return out
 
 
