@@ -59,4 +59,27 @@ void dram_write_page(const struct page *page, u64 core_ps, int reads, int term)
 		done = *booked - DRAM_SLACK_PS;
 	v->prof[term] += done - v->clock;
 	v->clock = done;
+	v->hot_page = page;
+}
+
+/*
+ * A user space write of @bytes to @page. A whole page written cold costs
+ * what clearing it does; written just after this CPU wrote it whole (the
+ * fault's clear, the previous pass), its 64 lines are still in L1/L2: the
+ * stores run at the core's store width and DRAM sees nothing new (the
+ * dirty lines are written back once, as the clear's page already was).
+ */
+void write_page(struct page *page, size_t bytes)
+{
+	struct vcpu_hot *v = current_vcpu;
+
+	if (bytes < PAGE_SIZE / 2)
+		return;
+	if (page != v->hot_page) {
+		dram_write_page(page, v->cost[COST_CLEAR_PAGE], 0,
+				PROF_USER_WRITE);
+		return;
+	}
+	v->clock += sim_machine.hot_write_ps;
+	v->prof[PROF_USER_WRITE] += sim_machine.hot_write_ps;
 }

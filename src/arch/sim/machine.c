@@ -62,6 +62,7 @@ static const struct machine_key constant_keys[] = {
 	K(kpti_fault_cycles, 0, 1e5),
 	K(fault_misses, 0, 100),
 	K(clear_bytes_per_cycle, 0.1, 256),
+	K(hot_write_bytes_per_cycle, 0.1, 1024),
 	K(mem_bw_efficiency, 0.05, 1),
 	K(pcp_alloc_cycles, 0, 1e5),
 	K(pcp_free_cycles, 0, 1e5),
@@ -399,6 +400,8 @@ void sim_machine_derive(const struct kernel_gen *gen, int tasks_per_node,
 	m->cost[COST_FAULT_BASE] =
 		work_ps(fault) + ns_ps(k->fault_misses * m->miss_ns);
 	m->cost[COST_CLEAR_PAGE] = cycles_ps(clear);
+	m->hot_write_ps =
+		cycles_ps((double)PAGE_SIZE / k->hot_write_bytes_per_cycle);
 	m->cost[COST_COPY_PAGE] = cycles_ps(2 * clear);
 	m->cost[COST_PCP_ALLOC] = work_ps(k->pcp_alloc_cycles);
 	m->cost[COST_PCP_FREE] = work_ps(k->pcp_free_cycles);

@@ -66,6 +66,7 @@ struct sim_constants {
 	double kpti_fault_cycles; /* CR3 switches of a KPTI entry and exit */
 	double fault_misses; /* lines a fault misses (struct page, ptes) */
 	double clear_bytes_per_cycle; /* clear_page() at the core's speed */
+	double hot_write_bytes_per_cycle; /* a store to lines in L1/L2 */
 	double mem_bw_efficiency; /* share of the DRAM peak a socket delivers */
 	double pcp_alloc_cycles, pcp_free_cycles; /* pcp fast paths */
 	double zone_alloc_page_cycles; /* __rmqueue + expand per block */
@@ -98,6 +99,7 @@ struct sim_machine {
 	struct sim_constants k;
 	double miss_ns; /* a cold line, LLC or DRAM (sim_machine_derive) */
 	u64 cost[NR_COST_KINDS]; /* ps per unit, one task per core */
+	u64 hot_write_ps; /* writing a page whose lines the CPU holds */
 	double cost_override_ns[NR_COST_KINDS]; /* the profile's, or < 0 */
 	u64 page_xfer_ps; /* PAGE_SIZE through one node's DRAM channels */
 	int clear_pages; /* pages of DRAM traffic a clear_page() makes */

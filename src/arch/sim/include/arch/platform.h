@@ -24,6 +24,7 @@ struct vcpu_hot {
 	const u64 *cost; /* ps per unit, per cost_kind */
 	u64 jitter_rng; /* xorshift state for the work jitter */
 	u64 fault_fixed, fault_var; /* fault work: fixed + var * Exp(1) */
+	const struct page *hot_page; /* the page it last wrote whole (dram.c) */
 };
 
 /* Exp(1) at 256 evenly spaced quantiles, times 2^16 (sched.c). */
@@ -230,12 +231,6 @@ static inline void copy_page(struct page *to, const struct page *from)
 			COST_COPY_PAGE);
 }
 
-/* Writing a whole page costs about what clearing it does, in user space. */
-static inline void write_page(struct page *page, size_t bytes)
-{
-	if (bytes >= PAGE_SIZE / 2)
-		dram_write_page(page, current_vcpu->cost[COST_CLEAR_PAGE], 0,
-				PROF_USER_WRITE);
-}
+void write_page(struct page *page, size_t bytes);
 
 #endif
