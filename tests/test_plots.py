@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from pcplab import charts, data, engine, experiments
+from pcplab import charts, data, engine, experiments, headers
 from pcplab.experiments import hostmodel, load_experiment, reference_rows
 from pcplab.experiments._common import heldout_rows, lkp_figure
 from pcplab.host.journal import KernelBusy
@@ -77,17 +77,29 @@ ROWS: dict[str, Callable[[dict[str, Any]], Rows]] = {
 }
 
 
+def _fake_result(engine_name: str, workload: str, tasks: int, **spec: Any) -> dict:
+    """Return what a result of ENGINE_NAME says it ran (no run here)."""
+    return {
+        "engine": engine_name,
+        "spec": {"workload": workload, "tasks": tasks, **spec},
+        "machine": {"name": spec.get("machine", "this host")},
+        "kernel": {"release": os.uname().release},
+    }
+
+
 def _host_rows() -> Rows:
     """Return host rows as the host experiment gives them (no kernel run here)."""
     rows = []
     for workload in ("page_fault1", "mmap_fill"):
         for fraction in (0, 100):
             for engine_name, pages in (("host", 5e5), ("native", 4e6)):
+                res = _fake_result(engine_name, workload, 2)
                 rows.append(
                     {
                         "workload": workload,
                         "high_fraction": fraction,
                         "engine": engine_name,
+                        headers.RAN: headers.ran(res),
                         "pages_per_s": pages * (1 + fraction / 1000),
                         "rmqueue_bulk_avg_ns": 20000.0 + fraction,
                         "rmqueue_bulk_p99_ns": 90000.0,
@@ -109,7 +121,18 @@ def _hostmodel_rows() -> Rows:
             ("calibrated", 5e5),
         ):
             profile = {"self": {"clear_page_erms": 30.0}, "children": {}}
-            res = {"throughput": {"pages_per_s": pages}, "perf_profile": profile}
+            model = {"kernel": exp["kernel"], "machine": f"host-{engine_name}"}
+            ran = _fake_result(
+                "host" if engine_name == "host" else "sim",
+                spec["workload"],
+                spec["tasks"],
+                **({} if engine_name == "host" else model),
+            )
+            res = {
+                **ran,
+                "throughput": {"pages_per_s": pages},
+                "perf_profile": profile,
+            }
             rows.append(hostmodel._row(spec, engine_name, [res], exp))
     return rows
 
@@ -211,6 +234,28 @@ def _published_points(root: ET.Element) -> int:
     return sum(len(list(g.iter(XLINK_USE))) for g in _by_id(root, "published-"))
 
 
+def _ran(root: ET.Element) -> str:
+    """Return the line under an SVG figure's title: what its results ran."""
+    return _text(next(iter(_by_id(root, "ran")), None))
+
+
+def _check_ran(name: str, rows: Rows, line: str) -> None:
+    """Check a figure's "what ran" line: each row's machine and kernel in it.
+
+    The kernel is also the experiment's TOML's, where it sets one: the
+    results ran what was asked.
+    """
+    assert line == headers.of_rows(rows), name
+    for fact in ("engine", "workload", "tasks", "instrument"):
+        assert f"{fact} " in line, (name, line)
+    for ran in (f for r in rows for f in r[headers.RAN]):
+        assert ran["machine"] in line and ran["kernel"] in line, (name, ran, line)
+    spec = load_experiment(name)
+    asked = spec.get("spec", {}).get("kernel", spec.get("kernel"))
+    if asked is not None:
+        assert re.search(rf"kernel ([^,]*\|)?{re.escape(asked)}[|, ]", line), line
+
+
 def _expected_points(name: str, stem: str) -> int:
     """Return how many published points plot STEM must show: every row's."""
     spec = load_experiment(name)
@@ -220,7 +265,8 @@ def _expected_points(name: str, stem: str) -> int:
 @pytest.mark.parametrize("name", experiments.names())
 def test_every_plot_is_readable(name: str, quick_rows, figures, tmp_path) -> None:
     """PNG and SVG of each plot; labels with units, titles; every published row."""
-    paths = experiments.get(name).plots(quick_rows(name), tmp_path)
+    rows = quick_rows(name)
+    paths = experiments.get(name).plots(rows, tmp_path)
     assert paths and len(paths) == 2 * len(figures)
     stems = {p.stem for p in paths}
     assert sorted(paths) == sorted(
@@ -230,6 +276,7 @@ def test_every_plot_is_readable(name: str, quick_rows, figures, tmp_path) -> Non
         assert (tmp_path / f"{stem}.png").read_bytes().startswith(b"\x89PNG")
         root = _check_svg(tmp_path / f"{stem}.svg")
         assert _published_points(root) == _expected_points(name, stem), stem
+        _check_ran(name, rows, _ran(root))
 
 
 def _with_spread(rows: Rows) -> Rows:
@@ -302,6 +349,25 @@ def test_charts_draws_error_bars_only_where_given(tmp_path: Path) -> None:
     (bars,) = _by_id(root, "errorbars-model-0-0")
     assert len(list(bars.iter(f"{SVG}path"))) == 1
     assert "y (µs)" in _text(root)  # svg.fonttype none: text stays text
+    assert _ran(root) == ""  # a figure nothing says the results of: no line
+
+
+def test_a_figure_says_what_ran_in_lines_that_fit(tmp_path: Path) -> None:
+    """The "what ran" line under the title wraps between facts, not inside one."""
+    panel = charts.Panel("t", "x (pages)", "y (µs)", [charts.Series("m", [1], [1])])
+    ran = (
+        "engine sim, machine sapphire-rapids|coffee-lake-desktop|cascade-lake, "
+        "kernel 6.6 (model) / v6.3 (published), workload page_fault1, tasks 8, "
+        "instrument function_graph:rmqueue_bulk,free_pcppages_bulk"
+    )
+    with charts.stating("what the context says"):
+        charts.draw(charts.Figure(tmp_path / "f", "title", [panel], ran=ran))
+        charts.draw(charts.Figure(tmp_path / "g", "title", [panel]))
+    root = ET.parse(tmp_path / "f.svg").getroot()
+    lines = [_text(t) for t in next(iter(_by_id(root, "ran"))).iter(f"{SVG}text")]
+    assert len(lines) > 1 and " ".join(lines) == ran
+    assert all(line.endswith(",") for line in lines[:-1])
+    assert _ran(ET.parse(tmp_path / "g.svg").getroot()) == "what the context says"
 
 
 def test_log2_buckets() -> None:

@@ -216,6 +216,39 @@ def test_aaron2018prefetch_predicts_two_machines_no_fit_has_seen(
     assert "Broadwell(4S)   lkp-bdw-ex1" in proc.stdout
 
 
+def test_each_section_starts_with_what_ran(pcplab, tmp_path: Path, monkeypatch):
+    """The text, index.md and figures open with what the results ran.
+
+    ying2023zones: the TOML's profile, tasks, instrument and model kernel,
+    and the kernel of the mail's figures (its held-out CSV), both said.
+    """
+    monkeypatch.setenv(
+        "PCPLAB_EXPERIMENTS",
+        str(_tiny_experiments(tmp_path, {"ying2023zones": {"duration_s": 0.05}})),
+    )
+    out = tmp_path / "report"
+    proc = pcplab("reproduce", "ying2023zones", "--quick", "--out", out, "--seeds", 1)
+    assert proc.returncode == 0, proc.stderr
+    exp = experiments.load_experiment("ying2023zones")
+    spec = exp["spec"]
+    (published,) = {r["kernel"] for r in heldout_rows(exp["heldout"])}
+    ran = (
+        f"pcplab reproduce ying2023zones: engine sim, machine {exp['profile']}, "
+        f"kernel {spec['kernel']} (model) / {published} (published), "
+        f"workload {spec['workload']}, tasks {spec['tasks']}, "
+        f"instrument {spec['instrument']}"
+    )
+    text = proc.stdout.splitlines()
+    title = text.index(f"== ying2023zones: {exp['title']}")
+    assert text[title + 1] == ran
+    assert (out / "ying2023zones.txt").read_text().splitlines()[1] == ran
+    index = _check_index(out).splitlines()
+    section = index.index("## ying2023zones")
+    assert index[section + 2] == f"`{ran}`"
+    svg = (out / "ying2023zones_contention.svg").read_text()
+    assert f"machine {exp['profile']}," in svg and f"kernel {spec['kernel']} " in svg
+
+
 def test_hahn2025_policies(pcplab, tmp_path: Path, monkeypatch) -> None:
     """hahn2025 runs off, contended and batched; writes hold-time plots."""
     tiny = {"duration_s": 0.2, "model_only_duration_s": 0.05}

@@ -8,6 +8,7 @@ import re
 import signal
 import subprocess
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -252,6 +253,25 @@ def test_a_budget_nothing_meets_exits_1_naming_the_closest(pcplab):
     assert last.startswith("pcplab: no setting meets the budgets; the closest, ")
     assert f"{label or '(kernel defaults)'}, misses rmqueue_bulk.p99 <= 1 ns" in last
     assert f"by {over:.0f}%" in last
+
+
+def test_the_plot_says_what_ran(pcplab, tmp_path):
+    """The front's title is headed by what the runs ran: machine, kernel, ..."""
+    plot = tmp_path / "front.svg"
+    args = ("tune", "--machine", MACHINE, "--kernel", "4.18", "--tasks", "2")
+    args = (*args, "--workload", "page_fault1", "--knob", "batch", "--seeds", "1")
+    proc = pcplab(
+        *args, "--budget", "rmqueue_bulk.p99=1ms", "--duration", "0.05", "--plot", plot
+    )
+    assert proc.returncode == 0, proc.stderr
+    svg = "{http://www.w3.org/2000/svg}"
+    root = ET.parse(plot).getroot()
+    (ran,) = [g for g in root.iter(f"{svg}g") if g.get("id") == "ran"]
+    line = " ".join("".join(t.itertext()) for t in ran.iter(f"{svg}text"))
+    assert line == (
+        f"engine sim, machine {MACHINE}, kernel 4.18, workload page_fault1, "
+        "tasks 2, instrument none"
+    )
 
 
 def test_tune_writes_no_plot_unless_asked(pcplab_command, tmp_path):

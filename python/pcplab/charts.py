@@ -9,7 +9,11 @@ colour, the same in every panel; the legend stands right of the panels.
 text and names what tests look for by id: each axes' `xlabel-N`, `ylabel-N`
 and `title-N`, the figure's `suptitle`, each published series'
 `published-N-M` (a marker per published point) and each set of error bars
-`errorbars-...` (a segment per bar).
+`errorbars-...` (a segment per bar). Under the title, a smaller line says
+what the figure's results ran (pcplab.headers: engine, machine, kernel,
+workload, tasks, instrument), id `ran`: the Figure's own, else the one
+`stating` gives every figure drawn inside it (an experiment's, for all its
+plots).
 
 matplotlib is imported on first use, on the Agg backend (no display needed).
 """
@@ -18,13 +22,16 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 PANEL_SIZE = (4.2, 3.1)  # inches per panel
 WIDE_PANEL_SIZE = (6.0, 4.0)  # a figure of one panel with categorical x
+RAN_SIZE = 8  # points: the "what ran" line under a figure's title
 MODEL_NOTE = "model"
 SEEDS_NOTE = "model (bars: ±1 s.d. over seeds)"
 
@@ -80,6 +87,21 @@ class Figure:
     keys: Sequence[str] = ()  # keys coloured first, so figures can agree
     size: tuple[float, float] = PANEL_SIZE  # inches per panel
     notes: list[str] = field(default_factory=list)  # more legend lines
+    ran: str | None = None  # what its results ran, else what `stating` says
+
+
+# What the results of the figures drawn now ran (`stating`).
+_RAN: ContextVar[str | None] = ContextVar("figure_ran", default=None)
+
+
+@contextmanager
+def stating(ran: str | None) -> Iterator[None]:
+    """Head every figure drawn inside with RAN (pcplab.headers' line)."""
+    token = _RAN.set(ran)
+    try:
+        yield
+    finally:
+        _RAN.reset(token)
 
 
 # --- what the rows give --------------------------------------------------------
@@ -358,6 +380,41 @@ def _colours(figure: Figure) -> dict[str, str]:
     return {k: cycle[i % len(cycle)] for i, k in enumerate(keys) if k in used}
 
 
+def _wrapped(ran: str, width: int) -> str:
+    """Return the facts of RAN ("engine sim, machine ...") in lines of WIDTH.
+
+    A line breaks after the comma between two facts, never inside one (a
+    machine's name): the lines joined by spaces are RAN again.
+    """
+    lines: list[str] = []
+    for fact in ran.split(", "):
+        if lines and len(lines[-1]) + 1 + len(fact) <= width:
+            lines[-1] += " " + fact
+        else:
+            lines.append(fact)
+        lines[-1] += ","
+    return "\n".join(lines)[:-1]
+
+
+def title(fig: Any, text: str, ran: str | None = None) -> None:
+    """Title FIG above its laid-out axes, with what RAN in a smaller line below.
+
+    Call it after the layout: both lines go above the axes, where
+    `bbox_inches="tight"` keeps them, and the line wraps to the figure's width.
+    """
+    ran = ran if ran is not None else _RAN.get()
+    height = fig.get_figheight()
+    lift = 0.0
+    if ran:
+        lines = _wrapped(ran, max(40, int(fig.get_figwidth() * 72 / (RAN_SIZE * 0.6))))
+        note = fig.text(
+            0.5, 1.0, lines, ha="center", va="bottom", fontsize=RAN_SIZE, color="0.3"
+        )
+        note.set_gid("ran")
+        lift = (lines.count("\n") + 1) * RAN_SIZE * 1.3 / 72 / height
+    fig.suptitle(text, fontsize=11, y=1.0 + lift, va="bottom").set_gid("suptitle")
+
+
 def save(fig: Any, stem: Path) -> list[Path]:
     """Write FIG as STEM.png and STEM.svg (text kept as text); close it."""
     plt = _pyplot()
@@ -390,8 +447,8 @@ def draw(figure: Figure) -> list[Path]:
             kind = "published" if s.published else "model"
             _draw(ax, s, colours[s.key], f"{kind}-{i}-{j}")
         _axes(ax, panel, i)
-    fig.suptitle(figure.title, fontsize=11).set_gid("suptitle")
     fig.tight_layout()
+    title(fig, figure.title, figure.ran)
     _legend(fig, figure, colours)
     return save(fig, figure.stem)
 

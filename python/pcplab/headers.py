@@ -65,19 +65,58 @@ def facts(result: Mapping[str, Any]) -> dict[str, str]:
     return {k: "n/a" if v is None else str(v) for k, v in values.items()}
 
 
-def common(results: Sequence[Mapping[str, Any]]) -> dict[str, str]:
-    """Return each fact of RESULTS: its value, or every value in order ("6.6|6.19")."""
-    each = [facts(r) for r in results]
+def joined(each: Sequence[Mapping[str, str]]) -> dict[str, str]:
+    """Return each fact of the facts EACH: its value, or every value in order."""
     out = {}
     for key in FACTS:
-        values = list(dict.fromkeys(f[key] for f in each))
+        values = list(dict.fromkeys(f.get(key, "n/a") for f in each))
         out[key] = "|".join(values)
     return out
 
 
+def common(results: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """Return each fact of RESULTS: its value, or every value in order ("6.6|6.19")."""
+    return joined([facts(r) for r in results])
+
+
+def stated(ran: Mapping[str, str]) -> str:
+    """Return the facts RAN as "engine sim, machine skylake-ex, kernel 4.18, ..."."""
+    return ", ".join(f"{k} {v}" for k, v in ran.items())
+
+
 def line(results: Sequence[Mapping[str, Any]]) -> str:
     """Return "engine sim, machine skylake-ex, kernel 4.18, ...": what RESULTS ran."""
-    return ", ".join(f"{k} {v}" for k, v in common(results).items())
+    return stated(common(results))
+
+
+# An experiment's row carries under RAN the facts of the results it rests on
+# (ran()), and under PUBLISHED_KERNEL the kernel its published figure was
+# taken on, where its TOML or record names one.
+RAN = "ran"
+PUBLISHED_KERNEL = "kernel_published"
+
+
+def ran(*results: Mapping[str, Any]) -> list[dict[str, str]]:
+    """Return the facts of each of RESULTS: what a row built from them rests on."""
+    return [facts(r) for r in results]
+
+
+def of_rows(rows: Sequence[Mapping[str, Any]]) -> str | None:
+    """Return what an experiment's ROWS ran (None if no row says).
+
+    Read from each row's RAN facts; where rows name the kernel of their
+    published figures, the kernel says both: "4.18 (model) / v4.15-rc4
+    (published)".
+    """
+    each = [f for r in rows for f in r.get(RAN) or []]
+    if not each:
+        return None
+    values = joined(each)
+    published = [str(r[PUBLISHED_KERNEL]) for r in rows if r.get(PUBLISHED_KERNEL)]
+    if published:
+        both = "|".join(dict.fromkeys(published))
+        values["kernel"] = f"{values['kernel']} (model) / {both} (published)"
+    return stated(values)
 
 
 def testcase(workload: str) -> str:

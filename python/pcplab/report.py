@@ -98,6 +98,8 @@ def write_index(
             lines += [notes[name], ""]
         if name not in results:
             continue
+        ran = experiments.get(name).ran(results[name])
+        lines += [] if ran is None else [f"`{ran}`", ""]
         for png in files[name]["png"]:
             lines += [f"![{png.stem}]({png.name})", ""]
         links = [

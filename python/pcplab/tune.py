@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from pcplab import engine
+from pcplab import engine, headers
 from pcplab.budgets import Budget
 from pcplab.errors import BadInput
 from pcplab.repeats import regroup
@@ -185,6 +185,7 @@ class Tuning:
     # and Welch's p of that gain against the recommendation
     turned_down: Point | None = None
     turned_down_p: float | None = None
+    ran: str | None = None  # what its runs ran (pcplab.headers), for the plot
 
 
 class Evaluator:
@@ -278,6 +279,11 @@ class Evaluator:
         ):
             self._done[self.resolved(keys)][i] = group
         return [self._point(keys) for keys in settings]
+
+    def ran(self) -> str:
+        """Return what every run so far ran: engine, machine, kernel, ... (headers)."""
+        done = [r for d in self._done.values() for g in d.values() for r in g]
+        return headers.line(done)
 
     def _seeded(self, spec: dict[str, Any], i: int) -> dict[str, Any]:
         """Return run I of SPEC: seed I + 1 on the sim, a repeat elsewhere."""

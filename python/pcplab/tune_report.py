@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from pcplab.budgets import Budget, format_metric
+from pcplab.charts import title
 from pcplab.stats import Sample, change_pct
 from pcplab.summary import format_table
 from pcplab.tune import EFFORTS, Point, Tuning, effort, how_to_apply, patches
@@ -254,5 +255,7 @@ def plot(result: Tuning, metric: str, limit: float | None, path: Path) -> None:
     ax.set_xscale("log")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    title(fig, f"pcplab tune: throughput against {metric}", result.ran)
+    with plt.rc_context({"svg.fonttype": "none"}):  # an SVG's text stays text
+        fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)

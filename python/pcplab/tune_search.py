@@ -113,6 +113,7 @@ def tune(
         evaluator.runs,
         turned_down,
         p_value,
+        evaluator.ran(),
     )
 
 

@@ -20,6 +20,10 @@ Required:
       Run it and return its rows: QUICK picks its TOML's [quick] table, else
       [full]; WORKERS runs go in parallel, on the Dask cluster at SCHEDULER
       if one is given; OPTIONS are those of OPTIONS below that were given.
+      Each row carries under `ran` the facts of the results it rests on
+      (pcplab.headers.ran) and, where its TOML or record names the kernel
+      of its published figure, that kernel under `kernel_published`: its
+      text and every figure are headed by what ran (headers.of_rows).
   text(rows, spec) -> str
       The rows in its thread's layout, for the terminal and NAME.txt (SPEC:
       its TOML as load_experiment returns it; the title line is added).
@@ -63,6 +67,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from pcplab import charts, headers
 from pcplab.experiments._common import Option, load_experiment, reference_rows
 from pcplab.render import scalars
 from pcplab.tolerance import Kind, Residual
@@ -115,10 +120,17 @@ class Experiment:
         """Run it (see the contract); return its rows."""
         return self.module.run(quick, workers, **options)
 
+    def ran(self, rows: Rows) -> str | None:
+        """Return "pcplab reproduce NAME: engine sim, ...": what its ROWS ran."""
+        ran = headers.of_rows(rows)
+        return None if ran is None else f"pcplab reproduce {self.name}: {ran}"
+
     def text(self, rows: Rows, spec: dict[str, Any]) -> str:
-        """Return its rows in its thread's layout, under a title line."""
+        """Return its rows in its thread's layout, under a title and what ran."""
         title = f"== {self.name}: {spec.get('title', '')}"
-        return f"{title}\n\n{self.module.text(rows, spec)}"
+        ran = self.ran(rows)
+        head = title if ran is None else f"{title}\n{ran}"
+        return f"{head}\n\n{self.module.text(rows, spec)}"
 
     def tables(self, rows: Rows) -> dict[str, Rows]:
         """Return its CSV/JSON tables by file stem."""
@@ -130,7 +142,8 @@ class Experiment:
         """Write its plots into OUT (none for no rows); return their paths."""
         if not rows or not hasattr(self.module, "plots"):
             return []
-        return self.module.plots(rows, out)
+        with charts.stating(headers.of_rows(rows)):
+            return self.module.plots(rows, out)
 
     def section(self, rows: Rows, cv: Rows) -> list[str]:
         """Return its section of docs/fidelity.md (none without published figures)."""

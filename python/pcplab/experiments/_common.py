@@ -18,6 +18,7 @@ from typing import Any
 from pcplab import charts, data, machines, runs
 from pcplab.data import record_rows
 from pcplab.errors import BadInput
+from pcplab.headers import PUBLISHED_KERNEL, RAN, ran
 from pcplab.render import md_table
 from pcplab.stats import change_pct
 from pcplab.tolerance import Kind, Residual, add
@@ -38,6 +39,14 @@ def heldout_rows(name: str) -> list[dict[str, str]]:
     """Return the rows of the held-out CSV NAME.csv (figures never fitted on)."""
     with open(data.heldout_file(name), newline="") as f:
         return list(csv.DictReader(f))
+
+
+def published_kernel(rows: Sequence[dict[str, str]]) -> str:
+    """Return the kernels of published ROWS (their `kernel` column), joined by "|".
+
+    A kernel's note in brackets ("v6.7-rc1 (both commits in ...)") is left out.
+    """
+    return "|".join(dict.fromkeys(r["kernel"].split(" (")[0] for r in rows))
 
 
 def load_experiment(name: str) -> dict[str, Any]:
@@ -304,7 +313,8 @@ def lkp_change_run(
         for side in ("base", "new")
     ]
     results = iter(run_specs(name, specs, workers, scheduler))
-    model = {h: (lkp_figures(next(results)), lkp_figures(next(results))) for h in hosts}
+    sides = {h: (next(results), next(results)) for h in hosts}
+    model = {h: (lkp_figures(b), lkp_figures(n)) for h, (b, n) in sides.items()}
     out = []
     for r in rows:
         figure = lkp_figure(r["metric"])
@@ -312,6 +322,8 @@ def lkp_change_run(
             "machine": r["lkp_host"],
             "profile": profile_for(exp, r["lkp_host"]),
             "split": r["split"],
+            RAN: ran(*sides[r["lkp_host"]]),
+            PUBLISHED_KERNEL: published_kernel([r]),
             "metric": r["metric"],
             "figure": figure or "",
             "unit": r["change_unit"],

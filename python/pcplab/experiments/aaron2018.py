@@ -27,6 +27,7 @@ from pcplab.experiments._common import (
     sim_spec,
     timing,
 )
+from pcplab.headers import RAN, ran
 from pcplab.render import (
     by_machine,
     err,
@@ -105,6 +106,7 @@ def run(
                 "machine": label,
                 "batch": int(row["batch"]),
                 "instrument": charged(res),
+                RAN: ran(res),
                 "score": score,
                 "score_published": published("score"),
                 "change_pct": 100.0 * (score / base[label] - 1),

@@ -29,6 +29,7 @@ from pcplab.experiments._common import (
     table_section,
     timing,
 )
+from pcplab.headers import RAN, ran
 from pcplab.render import line
 from pcplab.stats import change_pct
 from pcplab.tolerance import Kind, Residual, add
@@ -70,6 +71,7 @@ def run(quick: bool, workers: int, *, scheduler: Any = None) -> list[dict[str, A
                 "fitted": profile[r["machine"]] in seen,
                 "batch_to": to,
                 "instrument": charged(res[31]),
+                RAN: ran(*res.values()),
                 **{f"score_{b}": score[b] for b in BATCHES},
                 **{f"change_{b}": change_pct(score[31], score[b]) for b in BATCHES[1:]},
                 "change_low": float(r["change_low_pct"]),

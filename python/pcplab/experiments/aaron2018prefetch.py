@@ -29,6 +29,7 @@ from pcplab.experiments._common import (
     table_section,
     timing,
 )
+from pcplab.headers import PUBLISHED_KERNEL, RAN, ran
 from pcplab.render import err, line
 from pcplab.stats import change_pct
 from pcplab.tolerance import Kind, Residual, add
@@ -74,6 +75,8 @@ def run(quick: bool, workers: int, *, scheduler: Any = None) -> list[dict[str, A
                 "lkp_host": thread["lkp_host"],
                 "fitted": profile in seen,
                 "instrument": charged(res),
+                RAN: ran(res),
+                PUBLISHED_KERNEL: exp["kernel_row"],
                 "score": res["throughput"]["ops_per_s"],
                 "score_published": thread["by"][held],
                 "zone_contention": res["contention"]["zone_lock_pct"],

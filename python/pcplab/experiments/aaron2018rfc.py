@@ -22,11 +22,13 @@ from pcplab.experiments._common import (
     load_experiment,
     mode_table,
     own_name,
+    published_kernel,
     run_specs,
     sim_spec,
     table_section,
     timing,
 )
+from pcplab.headers import PUBLISHED_KERNEL, RAN, ran
 from pcplab.render import line
 from pcplab.tolerance import Kind, Residual, add
 
@@ -66,7 +68,9 @@ def run(quick: bool, workers: int, *, scheduler: Any = None) -> list[dict[str, A
     base = {**exp["spec"], **timing(mode_table(exp, quick))}
     specs = [sim_spec(exp["profile"], **base, policy=p) for p in mail]
     results = run_specs(NAME, specs, workers, scheduler)
-    machine = heldout_rows(exp["heldout"])[0]["machine"]
+    held = heldout_rows(exp["heldout"])
+    machine = held[0]["machine"]
+    kernels = {p: published_kernel([r for r in held if r["policy"] == p]) for p in mail}
     rows = []
     for policy, res in zip(mail, results, strict=True):
         rows.append(
@@ -75,6 +79,8 @@ def run(quick: bool, workers: int, *, scheduler: Any = None) -> list[dict[str, A
                 "profile": exp["profile"],
                 "policy": policy,
                 "instrument": charged(res),
+                RAN: ran(res),
+                PUBLISHED_KERNEL: kernels[policy],
                 "score": res["throughput"]["ops_per_s"],
                 "zone": res["contention"]["zone_lock_pct"],
                 "zone_free": path_contention(res, "free_pcppages_bulk"),

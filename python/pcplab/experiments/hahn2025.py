@@ -26,6 +26,7 @@ from pcplab.experiments._common import (
     run_specs,
     sim_spec,
 )
+from pcplab.headers import RAN, ran
 from pcplab.render import hist_rows, line, md_table, opt, with_errors
 
 NAME = own_name(__name__)
@@ -96,6 +97,7 @@ def run(quick: bool, workers: int, *, scheduler: Any = None) -> list[dict[str, A
             "machine": machine,
             "args": row["stress_ng_args"],
             "instrument": charged(runs["off"]),
+            RAN: ran(*runs.values()),
             "delta_published": float(row["delta_pct"]) if "delta_pct" in row else None,
         }
         for policy, res in runs.items():

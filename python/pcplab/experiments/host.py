@@ -16,6 +16,7 @@ from typing import Any
 
 from pcplab import charts, machines, runs
 from pcplab.experiments._common import load_experiment, own_name
+from pcplab.headers import RAN, ran
 from pcplab.memguard import mem_available_bytes
 from pcplab.render import generic_text
 from pcplab.results import per_call
@@ -81,6 +82,7 @@ def row(workload: str, fraction: int, engine_name: str, res: dict) -> dict[str, 
         "high_fraction": fraction,
         "engine": engine_name,
         "instrument": measured_with(res),
+        RAN: ran(res),
         "pages_per_s": res["throughput"]["pages_per_s"],
         "rmqueue_bulk_avg_ns": lat.get("avg"),
         "rmqueue_bulk_p99_ns": lat.get("p99"),

@@ -20,6 +20,7 @@ from typing import Any
 
 from pcplab import charts, machines, runs
 from pcplab.experiments._common import load_experiment, mode_table, own_name
+from pcplab.headers import RAN, ran
 from pcplab.host.execute import execute_run
 from pcplab.memguard import mem_available_bytes
 from pcplab.render import md_table
@@ -75,6 +76,7 @@ def _row(
         "workload": spec["workload"],
         "tasks": spec["tasks"],
         "engine": engine,
+        RAN: ran(*results),
     }
     figures = [
         {"pages_per_s": r["throughput"]["pages_per_s"], **_shares(r, exp)}

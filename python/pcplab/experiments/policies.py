@@ -23,6 +23,7 @@ from pcplab.experiments._common import (
     sim_spec,
     timing,
 )
+from pcplab.headers import RAN, ran
 from pcplab.render import line
 
 NAME = own_name(__name__)
@@ -74,7 +75,7 @@ def run(quick: bool, workers: int, *, scheduler: Any = None) -> list[dict[str, A
                 )
     results = run_specs(NAME, specs, workers, scheduler)
     rows = [
-        {"machine": m, "case": c, "policy": p, **_figures(res)}
+        {"machine": m, "case": c, "policy": p, RAN: ran(res), **_figures(res)}
         for (m, c, p), res in zip(points, results, strict=True)
     ]
     base = {

@@ -30,6 +30,7 @@ from pcplab.experiments._common import (
     timing,
 )
 from pcplab.funclatency import format_funclatency
+from pcplab.headers import RAN, ran
 from pcplab.render import err, errors, hist_rows, index_by, md_table, three, with_errors
 from pcplab.tolerance import Kind, Residual, add
 
@@ -86,6 +87,7 @@ def run(
                 "machine": row["machine"],
                 "scale_max": scale_max,
                 "instrument": charged(res),
+                RAN: ran(res),
                 "avg_ns": lat["avg"],
                 "avg_published": float(row["avg_ns"]),
                 "log2_hist": lat["log2_hist"],
@@ -141,6 +143,7 @@ def _on_this_kernel(exp: dict[str, Any], quick: bool) -> dict[str, Any] | None:
         "scale_max": f"kernel ({platform.release()}, {cpus} x {size} MiB)",
         "host": True,
         "method": method,
+        RAN: ran(res),
         "avg_ns": lat["avg"],
         "log2_hist": lat["log2_hist"],
         "count": lat["count"],

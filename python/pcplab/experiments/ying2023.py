@@ -31,6 +31,7 @@ from pcplab.experiments._common import (
     sim_spec,
     timing,
 )
+from pcplab.headers import RAN, ran
 from pcplab.render import (
     by_machine,
     err,
@@ -97,6 +98,7 @@ def run(
                 "machine": row["machine"],
                 "batch": int(row["batch"]),
                 "instrument": charged(res),
+                RAN: ran(res),
                 "throughput": res["throughput"]["ops_per_task_per_s"],
                 "throughput_published": float(row["throughput_pages_per_s"]),
                 "free_avg_us": hold["free_pcppages_bulk"]["avg"] / 1000,

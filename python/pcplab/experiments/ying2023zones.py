@@ -21,11 +21,13 @@ from pcplab.experiments._common import (
     load_experiment,
     mode_table,
     own_name,
+    published_kernel,
     run_specs,
     sim_spec,
     table_section,
     timing,
 )
+from pcplab.headers import PUBLISHED_KERNEL, RAN, ran
 from pcplab.render import line
 from pcplab.tolerance import Kind, Residual, add
 
@@ -49,6 +51,8 @@ def run(quick: bool, workers: int, *, scheduler: Any = None) -> list[dict[str, A
             "profile": exp["profile"],
             "zone_instances": 1,
             "instrument": charged(res),
+            RAN: ran(res),
+            PUBLISHED_KERNEL: published_kernel(mail),
             "score": res["throughput"]["ops_per_s"],
             "zone_contention": res["contention"]["zone_lock_pct"],
             "lru_contention": res["contention"]["lru_lock_pct"],
