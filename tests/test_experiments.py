@@ -156,7 +156,7 @@ def test_a_new_module_and_toml_make_an_experiment(tiny: Path, capsys) -> None:
         "aaron2018prefetch",
         "aaron2018rfc",
         "tiny",
-        "lkp2023allocscale",
+        "mel2022highorder",
     ]
     assert "tiny" in experiments.fitted() and "tiny" in experiments.published()
     out = tiny / "report"
