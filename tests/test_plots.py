@@ -54,6 +54,8 @@ PUBLISHED = {
     "lkp2023allocscale_change": [("record_scores", 2), ("record_shares", 1)],
     "lkp2023autotune_change": [("record_scores", 2), ("record_shares", 1)],
     "lkp2023cooperlake_change": [("record_scores", 2), ("record_shares", 1)],
+    # a mail's table (pcplab/record/): vanilla and the series, every task count
+    "mel2022highorder_scaling": [("record_hmean", 1)],
 }
 
 
@@ -73,6 +75,12 @@ ROWS: dict[str, Callable[[dict[str, Any]], Rows]] = {
     ],
     "record_shares": lambda spec: [
         r for r in _record(spec) if lkp_figure(r["metric"]) not in (None, "score")
+    ],
+    "record_hmean": lambda spec: [
+        r
+        for r in data.record_rows(spec["record"])
+        if r["metric"] == "Hmean"
+        and r["kernel_column"] in (spec["kernel_column"], spec["series_column"])
     ],
 }
 

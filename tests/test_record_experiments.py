@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from pcplab import data, experiments, recordlist
-from pcplab.experiments import _common
+from pcplab.experiments import _common, mel2022highorder
 
 LKP = ("lkp2023allocscale", "lkp2023autotune", "lkp2023cooperlake")
+MAIL = "mel2022highorder"
 
 
 def test_every_record_row_is_modelled_or_listed():
@@ -20,6 +21,8 @@ def test_every_record_row_is_modelled_or_listed():
         exp = experiments.load_experiment(name)
         rows = data.record_rows(exp["record"], exp["split"])
         scored += sum(r["test"] == exp["test"] for r in rows)
+    # a mail's table: every row shown beside the model (the vanilla scored)
+    scored += len(data.record_rows(experiments.load_experiment(MAIL)["record"]))
     listed = sum(row[3] for row in recordlist.unmodelled())
     assert scored + listed == total
 
@@ -66,3 +69,45 @@ def test_a_leaf_functions_self_and_children_shares_are_the_models_self_share():
     )
     # a function whose name or inlining changed since v6.7: no model figure
     assert _common.lkp_figure("perf-profile.self.cycles-pp.rmqueue_bulk") is None
+
+
+def _mail_rows(model: dict[tuple[str, int], float]) -> list[dict]:
+    """Return mel2022highorder's published rows with the model's figures MODEL."""
+    rows = mel2022highorder.published(experiments.load_experiment(MAIL))
+    for r in rows:
+        r["published"] = r["vanilla"]
+        r["model"] = model.get((r["machine"], r["nr_task"]))
+    return rows
+
+
+def test_every_vanilla_hmean_row_is_read_once_with_its_series_beside_it():
+    """38 task counts: the Cascade Lake's 16 and the Zen1's 22, each with both."""
+    rows = _mail_rows({})
+    assert len(rows) == 16 + 22
+    csl = {r["nr_task"]: r for r in rows if r["machine"] == "mgorman-csl-80cpu"}
+    assert csl[79]["vanilla"] == 25928742.64
+    assert csl[79]["mm-highpcpopt-v2"] == 25934202.02
+    zen1 = {r["nr_task"]: r for r in rows if r["machine"] == "mgorman-zen1-128cpu"}
+    assert zen1[512]["vanilla_stddev"] == 201354.82
+    assert zen1[512]["stddev_mode"] == "processes"  # as the mail prints it
+
+
+def test_mail_scores_only_counts_the_model_ran_and_its_shape_from_them():
+    """A count with no model figure gives no residual; the shape uses the ran ends."""
+    model = {("mgorman-csl-80cpu", 2): 1.0e6, ("mgorman-csl-80cpu", 79): 9.0e6}
+    model |= {("mgorman-zen1-128cpu", 2): 3.0e6, ("mgorman-zen1-128cpu", 8): 3.3e6}
+    found = {r[1]: r for r in mel2022highorder.residuals(_mail_rows(model))}
+    throughput = [k for k in found if k.startswith("mel2022_throughput@")]
+    assert sorted(throughput) == sorted(
+        f"mel2022_throughput@{mode}-{n}"
+        for mode, n in (
+            ("processes", 2),
+            ("processes", 79),
+            ("threads", 2),
+            ("threads", 8),
+        )
+    )
+    csl = found["mel2022_shape@79/2"]
+    assert csl.model == 9.0 and csl.published == 25928742.64 / 2694662.26
+    zen1 = found["mel2022_shape@8/2"]
+    assert zen1.published == 3254335.58 / 2985366.46

@@ -3,7 +3,8 @@
 Every row of pcplab/record/ whose workload the model does not run (kbuild,
 netperf, lmbench3, iperf3, vm-scalability file reads, stress-ng), grouped by
 CSV, machine and workload, with record/unmodelled.toml's reason. The rows of
-the workloads it names as modelled are the lkp2023* experiments'.
+the workloads it names as modelled are the lkp2023* experiments' and
+mel2022highorder's.
 """
 
 from __future__ import annotations
