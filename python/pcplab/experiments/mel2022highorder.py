@@ -27,6 +27,7 @@ from pcplab.experiments._common import (
     table_section,
     timing,
 )
+from pcplab.headers import PUBLISHED_KERNEL, RAN, ran
 from pcplab.render import err, md_table, opt
 from pcplab.tolerance import Kind, Residual, add
 
@@ -54,6 +55,7 @@ def published(exp: dict[str, Any]) -> list[dict[str, Any]]:
         key = (r["machine"], int(r["nr_task"]))
         row = out.setdefault(key, {"machine": r["machine"], "nr_task": key[1]})
         row["split"] = r["split"]
+        row[PUBLISHED_KERNEL] = r["kernel"]
         if r["metric"] == "Hmean":
             row["mode"] = r["mode"]
             row[r["kernel_column"]] = float(r["value"])
@@ -70,7 +72,7 @@ def run(quick: bool, workers: int, *, scheduler: Any = None) -> list[dict[str, A
     rows = published(exp)
     base = {**exp["spec"], **timing(mode_table(exp, quick))}
     cpus = {m: _cpus(profile_for(exp, m)) for m in {r["machine"] for r in rows}}
-    ran = [r for r in rows if r["nr_task"] <= cpus[r["machine"]]]
+    runnable = [r for r in rows if r["nr_task"] <= cpus[r["machine"]]]
     specs = [
         {
             "engine": "sim",
@@ -79,10 +81,10 @@ def run(quick: bool, workers: int, *, scheduler: Any = None) -> list[dict[str, A
             "mode": MODES[r["mode"]],
             "tasks": r["nr_task"],
         }
-        for r in ran
+        for r in runnable
     ]
     results = dict(
-        zip(map(id, ran), run_specs(NAME, specs, workers, scheduler), strict=True)
+        zip(map(id, runnable), run_specs(NAME, specs, workers, scheduler), strict=True)
     )
     vanilla, series = exp["kernel_column"], exp["series_column"]
     out = []
@@ -96,9 +98,11 @@ def run(quick: bool, workers: int, *, scheduler: Any = None) -> list[dict[str, A
             "series": r[series],
             "model": None if res is None else res["throughput"]["ops_per_s"],
             "model_note": OVER if res is None else "",
+            RAN: [],  # nothing ran for a count above the CPUs
         }
         if res is not None:
             row |= {
+                RAN: ran(res),
                 "instrument": charged(res),
                 "zone_contention": res["contention"]["zone_lock_pct"],
                 "lru_contention": res["contention"]["lru_lock_pct"],
@@ -109,9 +113,9 @@ def run(quick: bool, workers: int, *, scheduler: Any = None) -> list[dict[str, A
 
 def shape(rows: list[dict[str, Any]], machine: str) -> dict[str, Any]:
     """Return MACHINE's throughput at its most tasks run over its fewest."""
-    ran = [r for r in rows if r["machine"] == machine and r["model"] is not None]
-    lo = min(ran, key=lambda r: r["nr_task"])
-    hi = max(ran, key=lambda r: r["nr_task"])
+    modelled = [r for r in rows if r["machine"] == machine and r["model"] is not None]
+    lo = min(modelled, key=lambda r: r["nr_task"])
+    hi = max(modelled, key=lambda r: r["nr_task"])
     return {
         "lo": lo["nr_task"],
         "hi": hi["nr_task"],
