@@ -99,6 +99,16 @@ CASES = [
 ]
 
 
+def _default_signals() -> None:
+    """In the child: the signals' default actions, whatever the runner ignores.
+
+    A pcplab started with SIGHUP ignored (nohup) rightly keeps ignoring it;
+    the tests ask what it does with the signals a terminal would send.
+    """
+    for signum in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_DFL)
+
+
 def _descendants(pid: int) -> set[int]:
     """Every process below PID now."""
     found, todo = set(), [pid]
@@ -114,7 +124,12 @@ def _start_and_wait(argv: list[str], state: Path, ready, second: str):
     """Start ARGV with a private state dir; return it once READY holds, or fail."""
     env = {**os.environ, "PCPLAB_STATE_DIR": str(state)}
     proc = subprocess.Popen(
-        argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env
+        argv,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=_default_signals,
     )
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline and proc.poll() is None:
@@ -274,6 +289,7 @@ def test_a_model_engine_dies_with_its_front_end(engine, signum):
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_default_signals,  # under nohup SIGHUP comes in ignored
     )
     child = _engine_of(proc, f"pcplab-{engine}")
     proc.send_signal(signum)
