@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -258,6 +259,12 @@ def test_orphans_named_with_a_dead_pid_are_removed(host):
         start_new_session=True,
     )
     try:
+        # the sweep finds it by its command line: wait until it has exec'd
+        cmdline = Path(f"/proc/{sleeper.pid}/cmdline")
+        deadline = time.monotonic() + 10
+        while str(directory).encode() not in cmdline.read_bytes():
+            assert time.monotonic() < deadline, "the sleeper never exec'd"
+            time.sleep(0.01)
         lines: list[str] = []
         owner.sweep_orphans(lines.append)
         assert sleeper.wait(timeout=10) == -9
