@@ -42,12 +42,6 @@ MODES = {"processes": "process", "threads": "thread"}
 OVER = "more tasks than CPUs: the sim runs one task per CPU"
 
 
-def _cpus(profile: str) -> int:
-    """Return the logical CPUs of a machine profile."""
-    topo = machines.load_profile(profile)["topology"]
-    return topo["sockets"] * topo["cores_per_socket"] * topo["smt"]
-
-
 def published(exp: dict[str, Any]) -> list[dict[str, Any]]:
     """Return a row per machine and task count: every column of the record's."""
     out: dict[tuple[str, int], dict[str, Any]] = {}
@@ -71,7 +65,10 @@ def run(quick: bool, workers: int, *, scheduler: Any = None) -> list[dict[str, A
     exp = load_experiment(NAME)
     rows = published(exp)
     base = {**exp["spec"], **timing(mode_table(exp, quick))}
-    cpus = {m: _cpus(profile_for(exp, m)) for m in {r["machine"] for r in rows}}
+    cpus = {
+        m: machines.fit_facts(profile_for(exp, m))["cpus"]
+        for m in {r["machine"] for r in rows}
+    }
     runnable = [r for r in rows if r["nr_task"] <= cpus[r["machine"]]]
     specs = [
         {
