@@ -64,6 +64,27 @@ def fastpath() -> dict:
     return result
 
 
+# The checks of bench/listcheck.c, each a figure in every run.
+LIST_CHECKS = ("add_l1", "del_l1", "add_cold", "del_cold")
+
+
+def listcheck() -> dict:
+    """Cycles of one CONFIG_DEBUG_LIST check, in L1 and cold (bench/listcheck.c)."""
+    binary = engine.bin_dir() / "bench-listcheck"
+    runs = []
+    for _ in range(RUNS):
+        out = subprocess.run([binary], capture_output=True, text=True, check=True)
+        runs.append(json.loads(out.stdout))
+    medians = {
+        check: statistics.median(r[check]["cycles_per_call"] for r in runs)
+        for check in LIST_CHECKS
+    }
+    return {
+        "runs": runs,
+        "cycles_per_call_median_of_runs": {c: round(m, 2) for c, m in medians.items()},
+    }
+
+
 def _sim_request(machine: str, **spec: object) -> dict:
     """Build the JSON request of a sim run of MACHINE's profile."""
     return {"engine": "sim", "machine": machines.load_profile(machine), **spec}
@@ -257,6 +278,7 @@ def perf_overhead() -> dict:
 
 BENCHMARKS = {
     "fastpath": fastpath,
+    "listcheck": listcheck,
     "sim": sim,
     "sim_against": sim_against,
     "perf_overhead": perf_overhead,
