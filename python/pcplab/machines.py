@@ -75,6 +75,8 @@ COST_NAMES = (
     "lru_del_page_ns",
     "unmap_page_ns",
     "mmap_ns",
+    "list_add_check_ns",
+    "list_del_check_ns",
 )
 LOCKS = ("queued", "ticket")
 # The facts every microarchitecture of uarch.toml gives (mem_gbs is measured);

@@ -67,6 +67,13 @@ static const struct prof_fn term_fn[NR_PROF_TERMS] = {
 				"unmap_page_range" } },
 	/* the mmap and munmap system calls' entry and VMA work */
 	[COST_MMAP] = { { "do_syscall_64", "do_syscall_64", "do_syscall_64" } },
+	/* CONFIG_DEBUG_LIST's checks, out of line (renamed in v6.6) */
+	[COST_LIST_ADD_CHECK] = { { "__list_add_valid",
+				    "__list_add_valid_or_report",
+				    "__list_add_valid_or_report" } },
+	[COST_LIST_DEL_CHECK] = { { "__list_del_entry_valid",
+				    "__list_del_entry_valid_or_report",
+				    "__list_del_entry_valid_or_report" } },
 	/* a workload's own stores: user space (LKP: the testcase's symbol) */
 	[PROF_USER_WRITE] = { { "user", "user", "user" } },
 	/* PROF_INIT_ON_ALLOC: clear_page's, under get_page_from_freelist */
@@ -118,7 +125,10 @@ static const struct {
 
 /*
  * Children (a function and everything it calls): the fault, the page
- * allocator, the free of munmap's pages, and what each takes in.
+ * allocator, the free of munmap's pages, and what each takes in. Not
+ * CONFIG_DEBUG_LIST's checks: each of the two is called on both sides
+ * (a refill's list_add, a drain's), and the model books them per check,
+ * not per caller.
  */
 static const struct {
 	struct prof_fn fn;

@@ -394,6 +394,7 @@ void spec_apply_policy(const struct spec *s)
 	pcp_policy.high_fraction = s->high_fraction;
 	pcp_policy.no_free_scaling = s->no_free_scaling;
 	pcp_policy.no_alloc_scaling = s->no_alloc_scaling;
+	config_debug_list = s->config_debug_list;
 	pcp_policy.relinquish = s->relinquish;
 	pcp_policy.ops = s->policy;
 	pcp_policy.pcp_batch_scale_max = s->scale_max;

@@ -434,6 +434,8 @@ bool deferred_grow_zone(struct zone *zone)
 	WRITE_ONCE(zone->deferred_pfn, end);
 	/* already counted free: __free_one_page() will count them again */
 	account_freepages(zone, -(long)(end - start));
+	list_checks_uncharged(true);
 	free_pfn_range(zone, start, end);
+	list_checks_uncharged(false);
 	return true;
 }

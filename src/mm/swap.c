@@ -33,6 +33,18 @@ static struct lruvec *lruvec_relock(struct lruvec *lruvec,
 	return lruvec;
 }
 
+/*
+ * The check of the LRU's list_add() (lruvec_add_folio) or list_del()
+ * (lruvec_del_folio) with CONFIG_DEBUG_LIST, under lru_lock: the model
+ * counts the LRU's pages instead of listing them, so it charges the check
+ * here (src/lib/list_debug.c makes the lists' own).
+ */
+static inline void lru_list_check(enum cost_kind check)
+{
+	if (unlikely(config_debug_list))
+		cost(check, 1);
+}
+
 /* Move a batch of new pages onto their LRU under one lru_lock hold. */
 static void folio_batch_move_lru(struct folio_batch *fbatch)
 {
@@ -44,6 +56,7 @@ static void folio_batch_move_lru(struct folio_batch *fbatch)
 		locked =
 			lruvec_relock(page_lruvec(page), locked, LOCK_CALLER());
 		cost(COST_LRU_ADD_PAGE, 1);
+		lru_list_check(COST_LIST_ADD_CHECK);
 		page->on_lru = 1;
 		locked->nr_pages++;
 	}
@@ -102,6 +115,7 @@ static void release_one_gather(struct page **pages, unsigned long nr,
 			continue;
 		locked = lruvec_relock(page_lruvec(page), locked, caller);
 		cost(COST_LRU_DEL_PAGE, 1);
+		lru_list_check(COST_LIST_DEL_CHECK);
 		page->on_lru = 0;
 		locked->nr_pages--;
 	}

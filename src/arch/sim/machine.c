@@ -73,6 +73,8 @@ static const struct machine_key constant_keys[] = {
 	K(lru_page_cycles, 0, 1e5),
 	K(unmap_page_cycles, 0, 1e6),
 	K(mmap_cycles, 0, 1e8),
+	K(list_add_check_cycles, 0, 1e4),
+	K(list_del_check_cycles, 0, 1e4),
 	K(smt_factor, 1, 4),
 	K(zone_lock_lines, 0, 256),
 	K(zone_lock_misses, 0, 256),
@@ -106,6 +108,8 @@ static const struct machine_key cost_keys[NR_COST_KINDS] = {
 	COST(COST_LRU_DEL_PAGE, lru_del_page_ns, 1e4),
 	COST(COST_UNMAP_PAGE, unmap_page_ns, 1e5),
 	COST(COST_MMAP, mmap_ns, 1e6),
+	COST(COST_LIST_ADD_CHECK, list_add_check_ns, 1e4),
+	COST(COST_LIST_DEL_CHECK, list_del_check_ns, 1e4),
 };
 
 static int fail(char *err, const char *what, const char *key)
@@ -424,6 +428,15 @@ void sim_machine_derive(const struct kernel_gen *gen, int tasks_per_node,
 	m->cost[COST_LRU_DEL_PAGE] = cycles_ps(k->lru_page_cycles);
 	m->cost[COST_UNMAP_PAGE] = work_ps(k->unmap_page_cycles);
 	m->cost[COST_MMAP] = work_ps(k->mmap_cycles);
+	/*
+	 * A list check of CONFIG_DEBUG_LIST: a call, loads of the lines the
+	 * list operation then writes, compares; measured on one core
+	 * (bench/listcheck.c), at the clock. The neighbours' misses stay in
+	 * the per-page misses of the buddy (zone_page_misses): the operation
+	 * pays them with or without the check.
+	 */
+	m->cost[COST_LIST_ADD_CHECK] = cycles_ps(k->list_add_check_cycles);
+	m->cost[COST_LIST_DEL_CHECK] = cycles_ps(k->list_del_check_cycles);
 	for (int i = 0; i < NR_COST_KINDS; i++)
 		if (m->cost_override_ns[i] >= 0)
 			m->cost[i] = ns_ps(m->cost_override_ns[i]);

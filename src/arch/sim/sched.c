@@ -28,10 +28,18 @@ const u32 exp_quantiles[256] = {
 #include "exp_quantiles.h"
 };
 
-/* The engine's own context: not a CPU, but it can hold the clock at 0. */
-static struct vcpu main_vcpu;
+/*
+ * The engine's own context: not a CPU, but it can hold the clock at 0.
+ * Its work costs nothing, from the start: building the memory map before
+ * sim_init() makes list operations, whose CONFIG_DEBUG_LIST checks
+ * cost() charges to it.
+ */
 static struct cpu_stats main_stats;
 static const u64 no_cost[NR_COST_KINDS];
+static struct vcpu main_vcpu = { .hot = { .id = -1,
+					  .stats = &main_stats,
+					  .prof = main_stats.prof_ps,
+					  .cost = no_cost } };
 struct vcpu_hot *current_vcpu = &main_vcpu.hot;
 
 static struct vcpu *vcpus;

@@ -76,6 +76,8 @@ struct sim_constants {
 	double lru_page_cycles; /* lruvec add or del of one folio */
 	double unmap_page_cycles; /* zap_pte_range, rmap, TLB per page */
 	double mmap_cycles; /* one mmap + munmap pair */
+	double list_add_check_cycles; /* CONFIG_DEBUG_LIST's add check */
+	double list_del_check_cycles; /* ... and its del check */
 	double smt_factor; /* a task with a busy SMT sibling is this slower */
 	double zone_lock_lines; /* lines a new zone->lock holder pulls */
 	double zone_lock_misses; /* cold lines it then misses (free lists) */

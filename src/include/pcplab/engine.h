@@ -31,6 +31,7 @@ struct spec {
 	const struct pcp_policy_ops *policy;
 	bool no_free_scaling;
 	bool no_alloc_scaling;
+	bool config_debug_list; /* the build's CONFIG_DEBUG_LIST */
 	unsigned long memory_mib;
 	unsigned long size_mib;
 	unsigned long min_free_kbytes; /* 0: computed */

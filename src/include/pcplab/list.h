@@ -36,6 +36,17 @@ static inline u32 list_off(const struct list_head *head)
 	return (u32)(((const char *)head - list_base) >> 3);
 }
 
+/*
+ * CONFIG_DEBUG_LIST of the modelled kernel build (the spec's
+ * config_debug_list): every list_add() and list_del() first calls the
+ * out-of-line check of lib/list_debug.c, as the kernel's does
+ * (src/lib/list_debug.c). Off, one predicted branch a list operation.
+ */
+extern bool config_debug_list;
+bool __list_add_valid_or_report(struct list_head *new, u32 prev, u32 next);
+bool __list_del_entry_valid_or_report(struct list_head *entry);
+void list_checks_uncharged(bool on);
+
 static inline void INIT_LIST_HEAD(struct list_head *list)
 {
 	list->next = list->prev = list_off(list);
@@ -49,6 +60,9 @@ static inline void __list_add(struct list_head *new, u32 prev, u32 next)
 {
 	u32 off = list_off(new);
 
+	if (unlikely(config_debug_list) &&
+	    !__list_add_valid_or_report(new, prev, next))
+		return;
 	list_at(next)->prev = off;
 	new->next = next;
 	new->prev = prev;
@@ -70,6 +84,9 @@ static inline void list_add_tail(struct list_head *new, struct list_head *head)
 /* Unlink @entry; its links become 0, the kernel's LIST_POISON. */
 static inline void list_del(struct list_head *entry)
 {
+	if (unlikely(config_debug_list) &&
+	    !__list_del_entry_valid_or_report(entry))
+		return;
 	list_at(entry->next)->prev = entry->prev;
 	list_at(entry->prev)->next = entry->next;
 	entry->next = entry->prev = 0;

@@ -78,6 +78,8 @@ enum cost_kind {
 	COST_LRU_DEL_PAGE, /* lruvec_del_folio, lru_lock held */
 	COST_UNMAP_PAGE, /* zap_pte_range and TLB flush share, per page */
 	COST_MMAP, /* mmap + munmap syscall overhead, per call */
+	COST_LIST_ADD_CHECK, /* __list_add_valid_or_report (CONFIG_DEBUG_LIST) */
+	COST_LIST_DEL_CHECK, /* __list_del_entry_valid_or_report (ditto) */
 	NR_COST_KINDS,
 };
 

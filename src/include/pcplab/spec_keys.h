@@ -161,6 +161,12 @@ struct spec_key {
 	    .since = "alloc_factor arrived in v6.7 (c0a242394cb9)",	\
 	    .help = "Refill exactly batch (no alloc_factor scaling: "	\
 		    "the kernel before c0a242394cb9).")			\
+	KEY(config_debug_list, FIELD(config_debug_list), NO_FIELD,	\
+	    .type = KEY_BOOL, .engines = ENGINES_MODEL,			\
+	    .help = "The kernel was built with CONFIG_DEBUG_LIST: every " \
+		    "list_add/list_del calls __list_add_valid_or_report/" \
+		    "__list_del_entry_valid_or_report out of line (sim: "	\
+		    "charged under the list's lock).")			\
 	KEY(memory_mib, FIELD(memory_mib), NO_FIELD,			\
 	    .type = KEY_INT, .lo = 16, .hi = SPEC_MAX_MEMORY_MIB,	\
 	    .flags = KEY_COMPUTED, .engines = ENGINES_MODEL,		\
