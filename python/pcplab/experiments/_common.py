@@ -151,13 +151,25 @@ def charged(res: dict[str, Any]) -> str:
 
 
 def instrument_line(spec: dict[str, Any]) -> str:
-    """Return the line naming the instrument an experiment's TOML declares."""
+    """Return the lines naming the instrument and the kernel build a TOML declares."""
     instrument = spec.get("spec", {}).get("instrument", "none")
     if instrument == "none":
-        return "instrument: none (the published figures name no tracer)"
+        line = "instrument: none (the published figures name no tracer)"
+    else:
+        line = (
+            f"instrument: {instrument}, as the thread measured; the model "
+            "charges its cost (docs/machines.md, Instruments)"
+        )
+    return f"{line}\n{build_line(spec)}"
+
+
+def build_line(spec: dict[str, Any]) -> str:
+    """Return the line saying which kernel build options the model ran, and why."""
+    if spec.get("spec", {}).get("config_debug_list"):
+        return f"build: CONFIG_DEBUG_LIST=y, charged ({spec['build']})"
     return (
-        f"instrument: {instrument}, as the thread measured; the model charges "
-        "its cost (docs/machines.md, Instruments)"
+        "build: CONFIG_DEBUG_LIST not known (the record gives no kernel "
+        "config); modelled without it"
     )
 
 
@@ -243,7 +255,10 @@ LEAF_FUNCTIONS = (
     "copy_page",
     "clear_page_erms",
     "__free_one_page",
+    "__list_del_entry_valid_or_report",
 )
+# Leaf functions only a build with a spec key has: no model figure without it.
+BUILD_FUNCTIONS = {"__list_del_entry_valid_or_report": "config_debug_list"}
 # The model's lock waits each LKP call chain is: (lock, caller).
 _LOCK_CALLERS = {
     "zone_alloc": ("zone_lock", "rmqueue_bulk"),
@@ -269,7 +284,9 @@ def lkp_figures(res: dict[str, Any]) -> dict[str, float]:
     cpu_ns = res["tasks"] * res["duration_s"] * 1e9
     out = {"score": res["throughput"]["ops_per_task_per_s"]}
     for fn in LEAF_FUNCTIONS:
-        out[f"leaf:{fn}"] = res["perf_profile"]["self"].get(fn, 0.0)
+        build_key = BUILD_FUNCTIONS.get(fn)
+        if build_key is None or res.get("spec", {}).get(build_key):
+            out[f"leaf:{fn}"] = res["perf_profile"]["self"].get(fn, 0.0)
     for figure, (lock, caller) in _LOCK_CALLERS.items():
         waits = res["locks"][lock]["callers"]
         ns = sum(c["total_wait_ns"] for c in waits if c["caller"] == caller)
@@ -318,6 +335,8 @@ def lkp_change_run(
     out = []
     for r in rows:
         figure = lkp_figure(r["metric"])
+        if figure not in model[r["lkp_host"]][0]:  # not in the model's build
+            figure = None
         row: dict[str, Any] = {
             "machine": r["lkp_host"],
             "profile": profile_for(exp, r["lkp_host"]),
