@@ -96,6 +96,7 @@ CASES: list[tuple[str, str, tuple[str, ...], str]] = [
     ("run", "--relinquish", (*RUN, "--relinquish", "never"), "relinquish"),
     ("run", "--no-free-scaling", (*RUN, "--no-free-scaling=yes"), "--no-free-scaling"),
     ("run", "--no-alloc-scaling", (*RUN, "--no-alloc-scaling=1"), "--no-alloc-scal"),
+    ("run", "--pagevec-size", (*RUN, "--pagevec-size", "32"), "PAGEVEC_SIZE takes 1"),
     ("run", "--memory-mib", (*RUN, "--memory-mib", "1"), "memory_mib 1"),
     ("run", "--size-mib", (*RUN, "--size-mib", "0"), "size_mib 0"),
     ("run", "--seed", (*RUN, "--seed", "-1"), "seed -1"),

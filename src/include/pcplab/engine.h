@@ -31,6 +31,7 @@ struct spec {
 	const struct pcp_policy_ops *policy;
 	bool no_free_scaling;
 	bool no_alloc_scaling;
+	int pagevec_size; /* 0: the generation's */
 	unsigned long memory_mib;
 	unsigned long size_mib;
 	unsigned long min_free_kbytes; /* 0: computed */
