@@ -111,3 +111,41 @@ def test_an_lkp_row_of_the_check_has_no_model_figure_without_the_option(pair):
     key = "leaf:__list_del_entry_valid_or_report"
     assert key not in _common.lkp_figures(off)
     assert _common.lkp_figures(on)[key] == on["perf_profile"]["self"][CHECKS[1]]
+
+
+def test_the_host_build_option_is_read_from_the_config(tmp_path, monkeypatch):
+    """CONFIG_DEBUG_LIST=y in the build config is on; absent is off; unreadable None."""
+    from pcplab.host import procfs
+
+    monkeypatch.setattr(procfs, "PROC_CONFIG", tmp_path / "no-config.gz")
+    config = tmp_path / f"config-{procfs.kernel_release()}"
+    config.write_text("CONFIG_DEBUG_LIST=y\nCONFIG_LIST_HARDENED=y\n")
+    assert procfs.build_option("CONFIG_DEBUG_LIST", tmp_path)["enabled"] is True
+    config.write_text("# CONFIG_DEBUG_LIST is not set\nCONFIG_DEBUG_LIST_X=y\n")
+    assert procfs.build_option("CONFIG_DEBUG_LIST", tmp_path)["enabled"] is False
+    assert (
+        procfs.build_option("CONFIG_DEBUG_LIST", tmp_path / "none")["enabled"] is None
+    )
+
+
+def test_hostmodel_models_this_kernel_as_it_was_built(monkeypatch):
+    """The model of this host runs with DEBUG_LIST if this kernel has it; says so."""
+    from pcplab.experiments import hostmodel
+
+    monkeypatch.setattr(
+        hostmodel.procfs,
+        "build_option",
+        lambda name: {"enabled": True, "source": f"/x ({name})"},
+    )
+    build = hostmodel._build()
+    exp = hostmodel.load_experiment("hostmodel")
+    case = {"workload": "page_fault1", "tasks": 1}
+    assert hostmodel._model_spec(case, exp, build)["config_debug_list"] is True
+    off = {"enabled": None, "source": "none"}
+    assert "config_debug_list" not in hostmodel._model_spec(case, exp, off)
+    row = {"workload": "page_fault1", "tasks": 1, "engine": "predicted"}
+    text = hostmodel.text(
+        [{**row, "pages_per_s": 1.0, "build": build}],
+        hostmodel.load_experiment("hostmodel"),
+    )
+    assert "build: CONFIG_DEBUG_LIST=y, charged in both models (/x" in text

@@ -54,6 +54,7 @@ PUBLISHED = {
     "lkp2023allocscale_change": [("record_scores", 2), ("record_shares", 1)],
     "lkp2023autotune_change": [("record_scores", 2), ("record_shares", 1)],
     "lkp2023cooperlake_change": [("record_scores", 2), ("record_shares", 1)],
+    "lkp2024releasepages_change": [("record_scores", 2), ("record_shares", 1)],
     # a mail's table (pcplab/record/): vanilla and the series, every task count
     "mel2022highorder_scaling": [("record_hmean", 1)],
 }

@@ -5,7 +5,12 @@ from __future__ import annotations
 from pcplab import data, experiments, recordlist
 from pcplab.experiments import _common, mel2022highorder
 
-LKP = ("lkp2023allocscale", "lkp2023autotune", "lkp2023cooperlake")
+LKP = (
+    "lkp2023allocscale",
+    "lkp2023autotune",
+    "lkp2023cooperlake",
+    "lkp2024releasepages",
+)
 MAIL = "mel2022highorder"
 
 
@@ -111,3 +116,33 @@ def test_mail_scores_only_counts_the_model_ran_and_its_shape_from_them():
     assert csl.model == 9.0 and csl.published == 25928742.64 / 2694662.26
     zen1 = found["mel2022_shape@8/2"]
     assert zen1.published == 3254335.58 / 2985366.46
+
+
+def test_a_chain_a_commit_renamed_is_scored_on_the_side_that_ran_it():
+    """99fbb6bfc16f moved lru_lock from release_pages to folios_put_refs.
+
+    Both chains are the model's release_pages wait; each is scored only on
+    the side where the kernel ran it (the TOML's not_scored, by metric).
+    """
+    exp = experiments.load_experiment("lkp2024releasepages")
+    rows = []
+    for r in data.record_rows(exp["record"], exp["split"]):
+        figure = _common.lkp_figure(r["metric"])
+        if figure != "lru_free":
+            continue
+        rows.append(
+            {
+                "machine": r["lkp_host"],
+                "metric": r["metric"],
+                "figure": figure,
+                "base_model": 1.0,
+                "new_model": 2.0,
+                "base_published": float(r["base_value"]),
+                "new_published": float(r["new_value"]),
+            }
+        )
+    assert len(rows) == 4  # two chains, the report and the retest
+    scored = _common.lkp_residuals("release", rows, exp["not_scored"])
+    assert sorted(name for _, name, _ in scored) == sorted(
+        ["release_lru@lru_free.base", "release_lru@lru_free.new"] * 2
+    )

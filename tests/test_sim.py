@@ -320,3 +320,37 @@ def test_no_share_of_cpu_time_exceeds_100_pct():
     contention = json.loads(raw_run({**spec, "warmup_s": 0.3}))["contention"]
     assert contention["lru_lock_pct"] > 50  # the case: lru_lock all but saturated
     assert max(contention.values()) <= 100, contention
+
+
+def _lru_holds_per_page(**keys: object) -> float:
+    """Return lru_lock acquisitions per page freed of one page_fault1 task on 6.6."""
+    spec = sim_spec(
+        "haswell-desktop",
+        workload="page_fault1",
+        tasks=1,
+        kernel="6.6",
+        duration_s=0.3,
+        warmup_s=0.1,
+        **keys,
+    )
+    res = json.loads(raw_run(spec))
+    assert res["spec"]["pagevec_size"] == keys.get("pagevec_size")
+    return res["locks"]["lru_lock"]["acquisitions"] / res["vmstat"]["pgfree"]
+
+
+def test_pagevec_size_sets_the_lru_lock_holds_per_page():
+    """lru_lock is taken once per lru_add batch and once per release batch.
+
+    One task, so no hold waits and each is one batch: 6.6's own release_pages
+    relocks every SWAP_CLUSTER_MAX (32) pages beside lru_add's pagevec of 15;
+    pagevec_size 15 (99fbb6bfc16f: folios_put_refs per folio_batch) makes
+    release's hold 15 pages, and 31 (the retest) makes both 31. Against
+    6.6's own: (2/15) / (1/15 + 1/32) and (2/31) / (1/15 + 1/32).
+    """
+    own = _lru_holds_per_page()
+    assert _lru_holds_per_page(pagevec_size=15) / own == pytest.approx(
+        (2 / 15) / (1 / 15 + 1 / 32), rel=0.03
+    )
+    assert _lru_holds_per_page(pagevec_size=31) / own == pytest.approx(
+        (2 / 31) / (1 / 15 + 1 / 32), rel=0.03
+    )

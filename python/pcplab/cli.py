@@ -280,6 +280,8 @@ def pagesets(
 @option("relinquish", "--relinquish")
 @option("no_free_scaling", "--no-free-scaling", is_flag=True)
 @option("no_alloc_scaling", "--no-alloc-scaling", is_flag=True)
+@option("pagevec_size", "--pagevec-size", metavar="N")
+@option("config_debug_list", "--config-debug-list", is_flag=True)
 @option("memory_mib", "--memory-mib", metavar="M")
 @option("size_mib", "--size-mib", metavar="M")
 @option("seed", "--seed", metavar="N")
@@ -322,6 +324,8 @@ def run(
     relinquish: str | None,
     no_free_scaling: bool,
     no_alloc_scaling: bool,
+    config_debug_list: bool,
+    pagevec_size: int | None,
     memory_mib: int | None,
     size_mib: int | None,
     seed: int | None,
@@ -402,6 +406,7 @@ def run(
         "mode": mode,
         "placement": placement,
         "policy": policy,
+        "pagevec_size": pagevec_size,
         "cross_free_ratio": cross_free_ratio,
         "instrument": instrument,
     }
@@ -412,6 +417,8 @@ def run(
         spec["no_free_scaling"] = True
     if no_alloc_scaling:
         spec["no_alloc_scaling"] = True
+    if config_debug_list:
+        spec["config_debug_list"] = True
     if cross_free:
         spec["cross_free"] = True
     if nodes is not None:

@@ -97,6 +97,26 @@ def welch_p(base: Sample, new: Sample) -> float:
         return float(scipy_stats.ttest_ind(a, b, equal_var=False).pvalue)
 
 
+def welch_p_of_means(
+    base: tuple[float, float, int], new: tuple[float, float, int]
+) -> float:
+    """Return welch_p from each side's (mean, sample stddev, runs) alone.
+
+    The same test as welch_p where the runs were merged already (the rows of
+    `reproduce --seeds`): NaN below two runs a side; no spread on either
+    side gives 0 if the means differ, else 1.
+    """
+    from scipy import stats as scipy_stats
+
+    (m1, s1, n1), (m2, s2, n2) = base, new
+    if n1 < 2 or n2 < 2:
+        return math.nan
+    if s1 == 0 and s2 == 0:
+        return 0.0 if m1 != m2 else 1.0
+    result = scipy_stats.ttest_ind_from_stats(m1, s1, n1, m2, s2, n2, equal_var=False)
+    return float(result.pvalue)
+
+
 def significant(base: Sample, new: Sample, alpha: float = ALPHA) -> bool:
     """Whether Welch's t-test rejects equal means at ALPHA."""
     p = welch_p(base, new)

@@ -17,6 +17,8 @@
 #include <pcplab/spec_keys.h>
 
 _Static_assert(SPEC_MAX_TASKS <= NR_CPUS, "a task is a model CPU");
+_Static_assert(ARRAY_SIZE(((struct folio_batch *)0)->pages) >= FOLIO_BATCH_MAX,
+	       "a folio_batch holds PAGEVEC_SIZE pages");
 
 /* Where struct spec holds each key (spec_keys.h). */
 #define FIELD(member) SPEC_FIELD(struct spec, member)
@@ -385,10 +387,32 @@ out:
 	return ret;
 }
 
+/*
+ * PAGEVEC_SIZE @n, as the kernel has it since 99fbb6bfc16f ("mm: make
+ * folios_put() the basis of release_pages()", v6.9-rc1): lru_add's
+ * folio_batch, and release_pages() filling a folio_batch that
+ * folios_put_refs() takes off the LRU under one lru_lock hold and hands to
+ * free_unref_folios() at once. Before it, release_pages() relocked
+ * lru_lock every SWAP_CLUSTER_MAX (32) pages and freed the whole mmu_gather
+ * batch after its LRU work (4.18's and 6.6's lru_release_batch and
+ * release_gather): so on those generations the key also applies the
+ * commit. The kernel test robot's retest in its thread
+ * (202403151058.7048f6a8-oliver.sang@intel.com) raised PAGEVEC_SIZE from
+ * 15 to 31 (900a4f6f4408 there, merged as 9cecde80aae0, v6.9-rc2).
+ */
+static void apply_pagevec_size(struct kernel_gen *gen, int n)
+{
+	gen->lru_batch = n;
+	gen->lru_release_batch = n;
+	gen->release_gather = n;
+}
+
 /* Configure the model's policy (pcp_policy) from a parsed spec. */
 void spec_apply_policy(const struct spec *s)
 {
 	pcp_policy.gen = *s->gen;
+	if (s->pagevec_size)
+		apply_pagevec_size(&pcp_policy.gen, s->pagevec_size);
 	pcp_policy.batch = s->batch;
 	pcp_policy.high = s->high;
 	pcp_policy.high_fraction = s->high_fraction;

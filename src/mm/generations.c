@@ -53,7 +53,9 @@ static const struct kernel_gen kernel_gens[] = {
 		 * v6.18: "mm: PCP high auto-tuning" (v6.7), chunked
 		 * drain_pages_zone (55f77df7d715, v6.10; 66eca1021a42, v6.11),
 		 * the v6.16 free_high threshold (c544a952ba61), folio batches
-		 * of 31 (release_pages through folios_put_refs() since v6.9).
+		 * of 31 (release_pages through folios_put_refs() since v6.9:
+		 * 99fbb6bfc16f with PAGEVEC_SIZE 15, 9cecde80aae0 made it 31).
+		 * The spec's pagevec_size sets all three batches.
 		 */
 		.name = "6.18",
 		.folio_fault = true,

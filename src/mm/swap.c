@@ -87,7 +87,8 @@ void lru_add_drain(struct folio_batch *fbatch)
  * time with IRQs off, put the pages on a local list and freed the list in
  * one free_unref_page_list() after the LRU work, so a CPU's drains under
  * zone->lock come in a run after its lru_lock holds; since v6.9
- * folios_put_refs() does both per folio_batch of 31. The kernel counts
+ * folios_put_refs() does both per folio_batch (99fbb6bfc16f, PAGEVEC_SIZE
+ * 15; 31 since 9cecde80aae0; the spec's pagevec_size). The kernel counts
  * the 32 from each relock, the model from the gather's start: the same
  * while a gather's pages share a node. @caller is release_pages()'s lock
  * site, the name perf lock gives.
@@ -127,7 +128,8 @@ static void release_one_gather(struct page **pages, unsigned long nr,
 /*
  * Drop the last reference to @nr mapped pages, a gather at a time: up to
  * v6.8 munmap's mmu_gather handed release_pages() MAX_GATHER_BATCH (510)
- * pages, since v6.9 a folio_batch (release_gather of the generation).
+ * pages, since v6.9 a folio_batch (release_gather of the generation, or
+ * the spec's pagevec_size).
  */
 void release_pages(struct page **pages, unsigned long nr)
 {

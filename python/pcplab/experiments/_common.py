@@ -241,6 +241,9 @@ LKP_FIGURES = {
     ".free_pcppages_bulk": "zone_free",
     "calltrace.cycles-pp.native_queued_spin_lock_slowpath._raw_spin_lock_irqsave"
     ".folio_lruvec_lock_irqsave.release_pages": "lru_free",
+    # since 99fbb6bfc16f (v6.9) release_pages' lru_lock is taken in folios_put_refs
+    "calltrace.cycles-pp.native_queued_spin_lock_slowpath._raw_spin_lock_irqsave"
+    ".folio_lruvec_lock_irqsave.folios_put_refs": "lru_free",
     "calltrace.cycles-pp.native_queued_spin_lock_slowpath._raw_spin_lock_irqsave"
     ".folio_lruvec_lock_irqsave.folio_batch_move_lru": "lru_fault",
     "children.cycles-pp.rmqueue_bulk": "in_rmqueue_bulk",
@@ -310,10 +313,25 @@ def pinned(spec: dict[str, Any]) -> dict[str, Any]:
     return {**spec, "high": min(z["high_min"] for z in res["pagesets"])}
 
 
+def new_kernels(exp: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Return the spec keys of each new kernel of an LKP experiment, by commit.
+
+    A report compares one commit with its parent ([new], under the key "");
+    a thread with a retest compares several with the same parent
+    ([new_by_commit], keyed by the record's commit_new).
+    """
+    return exp.get("new_by_commit") or {"": exp["new"]}
+
+
+def _commit(exp: dict[str, Any], row: dict[str, str]) -> str:
+    """Return the key of new_kernels(EXP) that record ROW's new kernel is."""
+    return row["commit_new"] if "new_by_commit" in exp else ""
+
+
 def lkp_change_run(
     name: str, quick: bool, workers: int, scheduler: Any
 ) -> list[dict[str, Any]]:
-    """Run an LKP commit's two kernels (TOML [base], [new]); a row per figure.
+    """Run an LKP commit's parent ([base]) and each new kernel; a row per figure.
 
     The rows are the record CSV's rows of the TOML's `test` and `split`; each
     carries the published base, new and change beside the model's.
@@ -323,25 +341,33 @@ def lkp_change_run(
         r for r in record_rows(exp["record"], exp["split"]) if r["test"] == exp["test"]
     ]
     hosts = sorted({r["lkp_host"] for r in rows})
+    news = new_kernels(exp)
     base = {**exp["spec"], **timing(mode_table(exp, quick))}
     specs = [
-        pinned(sim_spec(profile_for(exp, h), **base, **exp[side]))
+        pinned(sim_spec(profile_for(exp, h), **base, **side))
         for h in hosts
-        for side in ("base", "new")
+        for side in (exp["base"], *news.values())
     ]
     results = iter(run_specs(name, specs, workers, scheduler))
-    sides = {h: (next(results), next(results)) for h in hosts}
-    model = {h: (lkp_figures(b), lkp_figures(n)) for h, (b, n) in sides.items()}
+    ran_on = {h: [next(results) for _ in range(len(news) + 1)] for h in hosts}
+    sides = {
+        (h, c): (ran_on[h][0], ran_on[h][1 + i])
+        for h in hosts
+        for i, c in enumerate(news)
+    }
+    model = {k: (lkp_figures(b), lkp_figures(n)) for k, (b, n) in sides.items()}
     out = []
     for r in rows:
         figure = lkp_figure(r["metric"])
-        if figure not in model[r["lkp_host"]][0]:  # not in the model's build
+        side = (r["lkp_host"], _commit(exp, r))
+        if figure not in model[side][0]:  # not in the model's build
             figure = None
         row: dict[str, Any] = {
             "machine": r["lkp_host"],
             "profile": profile_for(exp, r["lkp_host"]),
             "split": r["split"],
-            RAN: ran(*sides[r["lkp_host"]]),
+            "commit_new": r["commit_new"],
+            RAN: ran(*sides[side]),
             PUBLISHED_KERNEL: published_kernel([r]),
             "metric": r["metric"],
             "figure": figure or "",
@@ -351,7 +377,7 @@ def lkp_change_run(
             "change_published": float(r["change"]),
         }
         if figure:
-            b, n = model[r["lkp_host"]][0][figure], model[r["lkp_host"]][1][figure]
+            b, n = model[side][0][figure], model[side][1][figure]
             row |= {
                 "base_model": b,
                 "new_model": n,
@@ -375,8 +401,8 @@ def lkp_residuals(
 ) -> list[Residual]:
     """Residuals: the headline score's change, each lock share before and after.
 
-    NOT_SCORED: "figure.side" the record says is not that figure (a call
-    chain named otherwise on that kernel).
+    NOT_SCORED: "figure.side" or "metric.side" the record says is not that
+    figure (a call chain named otherwise on that kernel).
     """
     kinds = lkp_kinds(prefix, "")
     out: list[Residual] = []
@@ -396,7 +422,7 @@ def lkp_residuals(
         if kind is None:
             continue
         for side in ("base", "new"):
-            if f"{figure}.{side}" in not_scored:
+            if {f"{figure}.{side}", f"{r['metric']}.{side}"} & set(not_scored):
                 continue
             add(
                 out,
@@ -480,8 +506,14 @@ def lkp_plots(name: str, rows: list[dict[str, Any]], out: Path) -> list[Path]:
     """Plot an LKP commit's per-task score and perf-profile changes beside LKP's."""
     exp = load_experiment(name)
     scores, shares = lkp_plotted(rows)
+    # one commit: "base", "new"; a retest's several: base and each commit
+    commits = list(dict.fromkeys(r.get("commit_new", "") for r in scores))
+    kernels = ["base", "new"] if len(commits) < 2 else ["base", *commits]
     sides = [
-        {"x": float(i), "pub": r[f"{side}_published"]}
+        {
+            "x": float(i and 1 + commits.index(r.get("commit_new", ""))),
+            "pub": r[f"{side}_published"],
+        }
         | {
             k.replace(f"{side}_model", "model"): v
             for k, v in r.items()
@@ -498,7 +530,7 @@ def lkp_plots(name: str, rows: list[dict[str, Any]], out: Path) -> list[Path]:
             charts.model(sides, "x", "model", "score", style="points"),
             charts.published(sides, "x", "pub", "score", style="points"),
         ],
-        xticks=charts.categories(["base", "new"]),
+        xticks=charts.categories(kernels),
         from_zero=True,
     )
     changes = charts.placed(shares, [float(i) for i in range(len(shares))])
@@ -512,7 +544,13 @@ def lkp_plots(name: str, rows: list[dict[str, Any]], out: Path) -> list[Path]:
                 changes, "x", "change_published", "perf-profile", style="points"
             ),
         ],
-        xticks=charts.categories([_tick(r["metric"]) for r in shares]),
+        xticks=charts.categories(
+            [
+                _tick(r["metric"])
+                + (f"\n{r['commit_new']}" if len(commits) > 1 else "")
+                for r in shares
+            ]
+        ),
         zero_line=True,
     )
     figure = charts.Figure(

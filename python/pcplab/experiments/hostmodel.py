@@ -21,6 +21,7 @@ from typing import Any
 from pcplab import charts, machines, runs
 from pcplab.experiments._common import load_experiment, mode_table, own_name
 from pcplab.headers import RAN, ran
+from pcplab.host import procfs
 from pcplab.host.execute import execute_run
 from pcplab.memguard import mem_available_bytes
 from pcplab.render import md_table
@@ -97,21 +98,41 @@ def run(quick: bool, workers: int, *, scheduler: Any = None) -> list[dict[str, A
     exp = load_experiment(NAME)
     mode = mode_table(exp, quick)
     profiles = _profiles(calibrate.measure())
+    build = _build()
     rows = []
     for case in _cases(exp):
         spec = {**case, "duration_s": mode["duration_s"]}
         kernel = execute_run({**spec, "engine": "host"}, profile_with="perf")
         rows.append(_row(case, "host", [kernel], exp))
-        sim = {**spec, "engine": "sim", "kernel": exp["kernel"]}
-        sim["instrument"] = exp["instrument"]
+        sim = _model_spec(spec, exp, build)
         for model in MODELS:
             specs = [
                 {**sim, "machine": profiles[model], "seed": seed}
                 for seed in range(1, mode["seeds"] + 1)
             ]
             results = runs.run_specs(specs, workers, scheduler=scheduler, desc=model)
-            rows.append(_row(case, model, results, exp))
+            rows.append({**_row(case, model, results, exp), "build": build})
     return rows
+
+
+def _model_spec(
+    spec: dict[str, Any], exp: dict[str, Any], build: dict[str, Any]
+) -> dict[str, Any]:
+    """Return a case's spec for the models: instrumented, built as this kernel."""
+    sim = {**spec, "engine": "sim", "kernel": exp["kernel"]}
+    sim["instrument"] = exp["instrument"]
+    if build["enabled"]:
+        sim["config_debug_list"] = True
+    return sim
+
+
+def _build() -> dict[str, Any]:
+    """Return this kernel's CONFIG_DEBUG_LIST, which the model of it then runs.
+
+    A build option, not a generation's cost (docs/machines.md): the model of
+    this host is built as this kernel was, where its config is readable.
+    """
+    return procfs.build_option("CONFIG_DEBUG_LIST")
 
 
 def _profiles(profile: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -171,8 +192,23 @@ def text(rows: list[dict[str, Any]], spec: dict[str, Any]) -> str:
         "shares: LKP's perf-profile.<self|children>.cycles-pp.<function>, % of the "
         "workload's sampled cycles (host: perf record -a -g; sim: its cycle terms, "
         "perf-profile sampling charged); model figures are means ± sd over seeds.",
+        *_build_note(rows),
     ]
     return "\n".join([*notes, *md_table(header, cells)]) + "\n"
+
+
+def _build_note(rows: list[dict[str, Any]]) -> list[str]:
+    """Return the line saying which build the models ran, from their rows."""
+    builds = [r["build"] for r in rows if "build" in r]
+    if not builds:
+        return []
+    b = builds[0]
+    if b["enabled"] is None:
+        return [
+            f"build: CONFIG_DEBUG_LIST not known ({b['source']}); modelled without it"
+        ]
+    state = "=y, charged" if b["enabled"] else " not set"
+    return [f"build: CONFIG_DEBUG_LIST{state} in both models ({b['source']})"]
 
 
 def plots(rows: list[dict[str, Any]], out: Path) -> list[Path]:

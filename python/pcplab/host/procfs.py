@@ -152,6 +152,19 @@ def _config_text(boot_dir: Path) -> tuple[str, str] | None:
         return None
 
 
+def build_option(name: str, boot_dir: Path = Path("/boot")) -> dict[str, Any]:
+    """Whether the running kernel was built with option NAME=y, and how that is known.
+
+    From /proc/config.gz, else /boot/config-<release>; None where neither
+    can be read (a fact of the build, never guessed).
+    """
+    config = _config_text(boot_dir)
+    if config is None:
+        return {"enabled": None, "source": "no /proc/config.gz nor /boot/config-*"}
+    text, where = config
+    return {"enabled": f"{name}=y" in text.splitlines(), "source": f"{where} ({name})"}
+
+
 def init_on_alloc(boot_dir: Path = Path("/boot")) -> dict[str, Any]:
     """Whether the page allocator zeroes pages it hands out, and how that is known.
 

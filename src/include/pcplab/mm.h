@@ -113,7 +113,7 @@ bool refresh_cpu_vm_stats(bool do_pagesets);
 /* swap.c: the LRU and its per-CPU batches */
 struct folio_batch {
 	unsigned int nr;
-	struct page *pages[32];
+	struct page *pages[32]; /* PAGEVEC_SIZE up to FOLIO_BATCH_MAX */
 };
 void folio_add_lru(struct folio_batch *fbatch, struct page *page);
 void lru_add_drain(struct folio_batch *fbatch);

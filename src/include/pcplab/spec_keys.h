@@ -30,6 +30,12 @@
  * heads (memmap.c, which checks this agrees with sparse_max_pages()).
  */
 #define SPEC_MAX_MEMORY_MIB 8323072
+/*
+ * PAGEVEC_SIZE's bound: the pages a struct folio_batch holds (mm.h). The
+ * kernel has had 15 (to v6.9-rc1) and 31 (9cecde80aae0, v6.9-rc2): the
+ * header and 31 pointers make the struct a power of two.
+ */
+#define FOLIO_BATCH_MAX 31
 
 enum spec_key_type {
 	KEY_INT,
@@ -167,6 +173,18 @@ struct spec_key {
 		    "list_add/list_del calls __list_add_valid_or_report/" \
 		    "__list_del_entry_valid_or_report out of line (sim: "	\
 		    "charged under the list's lock).")			\
+	KEY(pagevec_size, FIELD(pagevec_size), NO_FIELD,		\
+	    .type = KEY_INT, .lo = 1, .hi = FOLIO_BATCH_MAX,		\
+	    .flags = KEY_COMPUTED, .engines = ENGINES_MODEL,		\
+	    .knob = "PAGEVEC_SIZE",					\
+	    .def_text = "the generation's: 15 on 4.18 and 6.6 (their "	\
+			"release_pages relocks lru_lock every "		\
+			"SWAP_CLUSTER_MAX and frees the mmu_gather batch " \
+			"after it), 31 on 6.18 and 6.19",		\
+	    .help = "PAGEVEC_SIZE, the folio_batch: lru_add's batch and, " \
+		    "through folios_put_refs() (99fbb6bfc16f), the pages " \
+		    "release_pages puts per lru_lock hold and per "	\
+		    "free_unref_folios() call.")			\
 	KEY(memory_mib, FIELD(memory_mib), NO_FIELD,			\
 	    .type = KEY_INT, .lo = 16, .hi = SPEC_MAX_MEMORY_MIB,	\
 	    .flags = KEY_COMPUTED, .engines = ENGINES_MODEL,		\
