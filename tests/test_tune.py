@@ -23,6 +23,7 @@ from pcplab.budgets import (
     parse_budget,
 )
 from pcplab.errors import BadInput
+from pcplab.runs import materialize
 from pcplab.stats import Sample, welch_p
 from pcplab.tune import (
     KNOBS,
@@ -272,6 +273,21 @@ def test_the_plot_says_what_ran(pcplab, tmp_path):
         f"engine sim, machine {MACHINE}, kernel 4.18, workload page_fault1, "
         "tasks 2, instrument none"
     )
+
+
+def test_the_first_line_says_what_ran_not_what_was_asked(pcplab):
+    """Asked without --kernel or --tasks: the header names what the engine ran."""
+    args = ("tune", "--machine", MACHINE, "--workload", "page_fault1")
+    args = (*args, "--knob", "batch", "--seeds", "1", "--duration", "0.05")
+    proc = pcplab(*args, "--budget", "rmqueue_bulk.p99=1ms")
+    assert proc.returncode == 0, proc.stderr
+    ran = engine.resolve(
+        materialize({"engine": "sim", "machine": MACHINE, "workload": "page_fault1"})
+    )
+    assert proc.stdout.splitlines()[0].startswith(
+        f"pcplab tune: engine sim, machine {MACHINE}, kernel {ran['kernel']}, "
+        f"workload page_fault1, tasks {ran['tasks']}, instrument none; "
+    ), proc.stdout
 
 
 def test_tune_writes_no_plot_unless_asked(pcplab_command, tmp_path):

@@ -100,9 +100,8 @@ def _base_spec(
                 "--engine host sets this kernel's sysctls for each setting; run as "
                 "root, or tune the model (--engine sim)"
             )
-    else:
-        base["kernel"] = kernel or "6.18"
     optional = {
+        "kernel": kernel,
         "machine": machine,
         "tasks": tasks,
         "policy": policy,
@@ -197,7 +196,9 @@ def tune_command(
     weights = _workloads(workloads)
     base = _base_spec(engine_name, machine, kernel, policy, tasks, duration)
     for workload in weights:  # the engine checks kernel, workload, ranges
-        engine.resolve(materialize({**base, "workload": workload}))
+        resolved = engine.resolve(materialize({**base, "workload": workload}))
+    if engine_name != "host":  # without --kernel, the generation the engine runs
+        base.setdefault("kernel", resolved["kernel"])
     kernel = base.get("kernel", "this kernel")
     knobs = knobs_for(kernel, knob_names or None, engine_name)
     if policy is not None and "policy" in knob_names:
@@ -233,13 +234,8 @@ def tune_command(
             doc["outside_fit"] = outside_fit
         click.echo(json.dumps(doc, indent=2))
     else:
-        where = (
-            f"{machine}, kernel {kernel}"
-            if machine
-            else f"this kernel ({os.uname().release})"
-        )
         text = tune_report.lines(
-            result, parsed, metric, where, base, weights, seeds, outside_fit
+            result, parsed, metric, base, weights, seeds, outside_fit
         )
         for line in text:
             click.echo(line)

@@ -101,16 +101,19 @@ def lines(
     result: Tuning,
     budgets: list[Budget],
     metric: str | None,
-    where: str,
     base: dict[str, Any],
     workloads: dict[str, float],
     seeds: int,
     outside_fit: list[str] | None = None,
 ) -> list[str]:
-    """Return the text: the recommendation, how to apply it, and the front."""
+    """Return the text: what ran, the recommendation, how to apply it, the front.
+
+    The first line says what the runs ran (their resolved specs, as every
+    table does: pcplab.headers), not what was asked.
+    """
     rec = result.recommendation
     out = [
-        f"pcplab tune: {where}, {result.settings_run} settings tried "
+        f"pcplab tune: {result.ran or 'n/a'}; {result.settings_run} settings tried "
         f"({len(result.points)} ran unlike the others; {result.runs} runs); "
         f"budgets: {', '.join(map(str, budgets)) or 'none'}",
         "",
