@@ -377,6 +377,55 @@ def test_runs_are_reused_not_repeated(monkeypatch):
     assert sorted(s["seed"] for s in ran if s.get("scale_max") == 1) == [1, 2, 3]
 
 
+class _Seeds:
+    """An evaluator whose settings run their other seeds at seed 1's score."""
+
+    seeds = 3
+
+    def __init__(self) -> None:
+        self.asked: list[dict] = []
+
+    def evaluate(self, settings):
+        """Record SETTINGS; return each with every seed, as it held in seed 1."""
+        self.asked += settings
+        return [
+            Point(
+                k,
+                score=SEED1[str(k)],
+                seed_scores=[SEED1[str(k)]] * 3,
+                first={"score": SEED1[str(k)]},
+                feasible=True,
+            )
+            for k in settings
+        ]
+
+
+SEED1 = {"{}": 1.0, "{'scale_max': 0}": 0.91, "{'scale_max': 2, 'batch': 8}": 0.8}
+
+
+@pytest.mark.parametrize("patch, runs_again", [(0.8, False), (0.95, True)])
+def test_the_last_pass_gives_seeds_only_to_what_can_be_recommended(
+    patch, runs_again, monkeypatch
+):
+    """A patch slower in seed 1 than a rebuild that held runs no other seed."""
+    from pcplab.tune import finish
+
+    monkeypatch.setitem(SEED1, "{'scale_max': 2, 'batch': 8}", patch)
+    rebuild, fix = {"scale_max": 0}, {"scale_max": 2, "batch": 8}
+    points = [
+        Point({}, score=1.0, seed_scores=[1.0] * 3, first={"score": 1.0}),
+        Point(rebuild, score=0.91, seed_scores=[0.91], first={"score": 0.91}),
+        Point(fix, score=patch, seed_scores=[patch], first={"score": patch}),
+    ]
+    for p in points[1:]:
+        p.feasible = True
+    evaluator = _Seeds()
+    done = {str(p.keys): p.seeds for p in finish(evaluator, points)}
+    assert rebuild in evaluator.asked and done[str(rebuild)] == 3
+    assert (fix in evaluator.asked) == runs_again
+    assert done[str(fix)] == (3 if runs_again else 1)
+
+
 def test_the_predictor_learns_that_two_knobs_do_not_add_up():
     """Two knobs that each halve a figure, together halve it once: learnt."""
     from pcplab.tune_search import Predictor
