@@ -21,8 +21,10 @@ from pcplab.budgets import (
     bucket_width,
     format_metric,
     parse_budget,
+    resolved,
 )
 from pcplab.errors import BadInput
+from pcplab.runs import materialize
 from pcplab.stats import Sample, welch_p
 from pcplab.tune import (
     KNOBS,
@@ -238,7 +240,11 @@ def test_a_recommendation_beats_the_defaults_that_met_the_budget(pcplab):
 
 
 def test_a_budget_nothing_meets_exits_1_naming_the_closest(pcplab):
-    """No setting meets 1 ns: exit 1, and one line says who came closest."""
+    """No setting meets 1 ns: exit 1, and one line says who came closest.
+
+    Its miss is the printed p99's, rounded to what the histogram resolves,
+    over the limit: not a bucket midpoint's digits.
+    """
     args = ("tune", "--machine", MACHINE, "--workload", "page_fault1")
     args = (*args, "--budget", "rmqueue_bulk.p99=1ns", "--knob", "scale_max")
     args = (*args, "--duration", "0.1", "--seeds", "2")
@@ -248,7 +254,9 @@ def test_a_budget_nothing_meets_exits_1_naming_the_closest(pcplab):
     assert data["recommendation"] is None
     last = proc.stderr.splitlines()[-1]
     closest = min(data["points"], key=lambda p: p["worst"]["rmqueue_bulk.p99"])
-    over = 100 * (closest["worst"]["rmqueue_bulk.p99"] - 1)
+    worst = closest["worst"]["rmqueue_bulk.p99"]
+    over = 100 * (resolved("rmqueue_bulk.p99", worst) - 1)
+    assert resolved("rmqueue_bulk.p99", worst) != worst  # a midpoint's digits
     label = " ".join(f"{k}={v}" for k, v in closest["keys"].items())
     assert last.startswith("pcplab: no setting meets the budgets; the closest, ")
     assert f"{label or '(kernel defaults)'}, misses rmqueue_bulk.p99 <= 1 ns" in last
@@ -272,6 +280,21 @@ def test_the_plot_says_what_ran(pcplab, tmp_path):
         f"engine sim, machine {MACHINE}, kernel 4.18, workload page_fault1, "
         "tasks 2, instrument none"
     )
+
+
+def test_the_first_line_says_what_ran_not_what_was_asked(pcplab):
+    """Asked without --kernel or --tasks: the header names what the engine ran."""
+    args = ("tune", "--machine", MACHINE, "--workload", "page_fault1")
+    args = (*args, "--knob", "batch", "--seeds", "1", "--duration", "0.05")
+    proc = pcplab(*args, "--budget", "rmqueue_bulk.p99=1ms")
+    assert proc.returncode == 0, proc.stderr
+    ran = engine.resolve(
+        materialize({"engine": "sim", "machine": MACHINE, "workload": "page_fault1"})
+    )
+    assert proc.stdout.splitlines()[0].startswith(
+        f"pcplab tune: engine sim, machine {MACHINE}, kernel {ran['kernel']}, "
+        f"workload page_fault1, tasks {ran['tasks']}, instrument none; "
+    ), proc.stdout
 
 
 def test_tune_writes_no_plot_unless_asked(pcplab_command, tmp_path):
@@ -359,6 +382,55 @@ def test_runs_are_reused_not_repeated(monkeypatch):
     (point,) = evaluator.evaluate([{"scale_max": 1}])
     assert len(ran) == 6 and point.seeds == 3
     assert sorted(s["seed"] for s in ran if s.get("scale_max") == 1) == [1, 2, 3]
+
+
+class _Seeds:
+    """An evaluator whose settings run their other seeds at seed 1's score."""
+
+    seeds = 3
+
+    def __init__(self) -> None:
+        self.asked: list[dict] = []
+
+    def evaluate(self, settings):
+        """Record SETTINGS; return each with every seed, as it held in seed 1."""
+        self.asked += settings
+        return [
+            Point(
+                k,
+                score=SEED1[str(k)],
+                seed_scores=[SEED1[str(k)]] * 3,
+                first={"score": SEED1[str(k)]},
+                feasible=True,
+            )
+            for k in settings
+        ]
+
+
+SEED1 = {"{}": 1.0, "{'scale_max': 0}": 0.91, "{'scale_max': 2, 'batch': 8}": 0.8}
+
+
+@pytest.mark.parametrize("patch, runs_again", [(0.8, False), (0.95, True)])
+def test_the_last_pass_gives_seeds_only_to_what_can_be_recommended(
+    patch, runs_again, monkeypatch
+):
+    """A patch slower in seed 1 than a rebuild that held runs no other seed."""
+    from pcplab.tune import finish
+
+    monkeypatch.setitem(SEED1, "{'scale_max': 2, 'batch': 8}", patch)
+    rebuild, fix = {"scale_max": 0}, {"scale_max": 2, "batch": 8}
+    points = [
+        Point({}, score=1.0, seed_scores=[1.0] * 3, first={"score": 1.0}),
+        Point(rebuild, score=0.91, seed_scores=[0.91], first={"score": 0.91}),
+        Point(fix, score=patch, seed_scores=[patch], first={"score": patch}),
+    ]
+    for p in points[1:]:
+        p.feasible = True
+    evaluator = _Seeds()
+    done = {str(p.keys): p.seeds for p in finish(evaluator, points)}
+    assert rebuild in evaluator.asked and done[str(rebuild)] == 3
+    assert (fix in evaluator.asked) == runs_again
+    assert done[str(fix)] == (3 if runs_again else 1)
 
 
 def test_the_predictor_learns_that_two_knobs_do_not_add_up():

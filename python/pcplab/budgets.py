@@ -86,17 +86,21 @@ def bucket_width(ns: float) -> float:
     return float(2 ** (math.floor(math.log2(ns)) - HIST_SUB_BITS))
 
 
-def format_ns(ns: float, bucketed: bool = False) -> str:
-    """Return a duration in the largest unit that keeps it >= 1.
+def resolved(name: str, ns: float) -> float:
+    """Return a figure of metric NAME rounded to what its statistic resolves.
 
-    A BUCKETED figure (a percentile: the midpoint of a histogram bucket) is
-    rounded to the largest power of ten no wider than its bucket, so that
-    no digit is printed that the histogram cannot resolve; any other to
-    four significant digits.
+    A percentile (BUCKETED: the midpoint of a histogram bucket) is rounded
+    to the largest power of ten no wider than its bucket, so that no digit
+    is kept that the histogram cannot resolve; any other figure is exact.
     """
-    if bucketed:
-        step = 10 ** math.floor(math.log10(bucket_width(ns)))
-        ns = round(ns / step) * step
+    if name.rpartition(".")[2] not in BUCKETED:
+        return ns
+    step = 10 ** math.floor(math.log10(bucket_width(ns)))
+    return round(ns / step) * step
+
+
+def format_ns(ns: float) -> str:
+    """Return a duration to four significant digits, in the largest unit >= 1."""
     for unit in ("s", "ms", "us"):
         if ns >= UNITS[unit]:
             return f"{ns / UNITS[unit]:.4g} {unit}"
@@ -105,7 +109,7 @@ def format_ns(ns: float, bucketed: bool = False) -> str:
 
 def format_metric(name: str, ns: float) -> str:
     """Return a figure of metric NAME, to the digits its statistic resolves."""
-    return format_ns(ns, bucketed=name.rpartition(".")[2] in BUCKETED)
+    return format_ns(resolved(name, ns))
 
 
 def parse_budget(text: str) -> Budget:

@@ -60,7 +60,9 @@ EXAMPLES = {
     ),
     "sweep": _epilog(
         "pcplab sweep --machine skylake-ex --workload page_fault1 \\",
-        "    --param batch=31,63 --seeds 3      # LKP's %change and stddev",
+        "    --param batch=31,63 --param kernel=4.18 --seeds 3 --duration 0.3",
+        "                                       # the 2018 question, on 4.18:",
+        "                                       # LKP's %change and stddev",
         "pcplab sweep --machine broadwell-ep --workload page_fault1 \\",
         "    --param kernel=6.6,6.18,6.19 --seeds 3 --format mmtests",
         "pcplab sweep --engine native --workload page_fault1 --param tasks=1,2 \\",

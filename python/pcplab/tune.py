@@ -380,21 +380,25 @@ def finish(evaluator: Evaluator, points: list[Point]) -> list[Point]:
 
     Only these can be recommended (or be the "without a patch" answer).
     Seed 1 ranks them (every setting ran it: a common random number); one
-    that misses in a later seed gives way to the next of its effort.
+    that misses in a later seed gives way to the next of its effort. One
+    no faster in seed 1 than a cheaper setting that held is not run again:
+    it cannot beat that setting beyond the seeds' spread (the search's
+    rounds skip such settings by the same rule).
     """
     by_keys = {json.dumps(p.keys, sort_keys=True): p for p in points}
     for _ in range(FINAL_ROUNDS):
         wanted = []
         for level in range(len(EFFORTS)):
-            held = [
-                p for p in by_keys.values() if p.feasible and effort(p.keys) == level
-            ]
+            held = [p for p in by_keys.values() if p.feasible]
             best = min(
-                held,
+                (p for p in held if effort(p.keys) == level),
                 key=lambda p: (-p.first["score"], patches(p.keys), len(p.keys)),
                 default=None,
             )
-            if best is not None and best.seeds < evaluator.seeds:
+            if best is None or best.seeds >= evaluator.seeds:
+                continue
+            cheaper = [p.first["score"] for p in held if effort(p.keys) < level]
+            if best.first["score"] > max(cheaper, default=0.0):
                 wanted.append(best)
         if not wanted:
             break

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pcplab.budgets import Budget, format_metric
+from pcplab.budgets import Budget, format_metric, resolved
 from pcplab.charts import title
 from pcplab.stats import Sample, change_pct
 from pcplab.summary import format_table
@@ -57,11 +57,15 @@ def _turned_down(result: Tuning) -> str | None:
 
 
 def closest(result: Tuning, budgets: list[Budget]) -> str:
-    """Say which setting came closest to the budgets, and by how much it missed."""
+    """Say which setting came closest to the budgets, and by how much it missed.
+
+    The miss is the printed figure's (a percentile rounded to what its
+    histogram resolves) over the limit: no digit the figure does not have.
+    """
 
     def excess(p: Point) -> tuple[float, Budget]:
         over = [
-            ((p.worst.get(b.name) or 0.0) / b.limit_ns, b)
+            (resolved(b.name, p.worst.get(b.name) or 0.0) / b.limit_ns, b)
             for b in budgets
             if p.worst.get(b.name) is not None
         ]
@@ -101,16 +105,19 @@ def lines(
     result: Tuning,
     budgets: list[Budget],
     metric: str | None,
-    where: str,
     base: dict[str, Any],
     workloads: dict[str, float],
     seeds: int,
     outside_fit: list[str] | None = None,
 ) -> list[str]:
-    """Return the text: the recommendation, how to apply it, and the front."""
+    """Return the text: what ran, the recommendation, how to apply it, the front.
+
+    The first line says what the runs ran (their resolved specs, as every
+    table does: pcplab.headers), not what was asked.
+    """
     rec = result.recommendation
     out = [
-        f"pcplab tune: {where}, {result.settings_run} settings tried "
+        f"pcplab tune: {result.ran or 'n/a'}; {result.settings_run} settings tried "
         f"({len(result.points)} ran unlike the others; {result.runs} runs); "
         f"budgets: {', '.join(map(str, budgets)) or 'none'}",
         "",
