@@ -1,18 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * What this host's hardware charges for the operations the simulator
- * costs: clearing and copying a 4 KiB page (over a buffer larger than the
- * caches, as faults see it), moving a cache line between two CPUs
- * (ping-pong of one line; half a round trip), the latency of a load that
- * hits the LLC and of one that goes to DRAM (a dependent chase through
- * lines in random order, as lmbench's lat_mem_rd does), and the store
- * bandwidth of every CPU clearing pages at once, and the clock under load:
- * one CPU running a chain of dependent adds (one a cycle on every core
- * since the P6 and on Arm's big cores) gives the turbo with one core busy,
- * every CPU at once the all-core turbo. Prints one JSON object; `pcplab
- * calibrate` turns it into a machine profile.
+ * costs: clearing a 4 KiB page as the kernel's fault does (below), copying
+ * one (over a buffer larger than the caches, as faults see it), moving a
+ * cache line between two CPUs (ping-pong of one line; half a round trip),
+ * the latency of a load that hits the LLC and of one that goes to DRAM (a
+ * dependent chase through lines in random order, as lmbench's lat_mem_rd
+ * does), and the store bandwidth of every CPU clearing pages at once, and
+ * the clock under load: one CPU running a chain of dependent adds (one a
+ * cycle on every core since the P6 and on Arm's big cores) gives the turbo
+ * with one core busy, every CPU at once the all-core turbo. Prints one JSON
+ * object; `pcplab calibrate` turns it into a machine profile.
  *
  *	bench-hostcost [CPU_A CPU_B [LLC_BYTES]]
+ *	bench-hostcost clear [BUFFER_BYTES]	(the clear variants alone)
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -25,11 +26,14 @@
 
 #include <pcplab/hostinfo.h>
 
+#include "clearpage.h"
+
 #define BUFFER (256UL << 20)
 #define PAGE 4096UL
 #define PINGS 2000000UL
 
-static double page_op_ns(bool copy)
+/* Copying a page: half of a buffer larger than the caches into the other. */
+static double copy_page_ns(void)
 {
 	char *buf = mmap(NULL, BUFFER, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
@@ -44,10 +48,7 @@ static double page_op_ns(bool copy)
 		for (unsigned long i = 0; i < pages; i++) {
 			char *dst = buf + i * PAGE;
 
-			if (copy)
-				memcpy(dst, dst + BUFFER / 2, PAGE);
-			else
-				memset(dst, 0, PAGE);
+			memcpy(dst, dst + BUFFER / 2, PAGE);
 			__asm__ volatile("" : : "r"(dst) : "memory");
 		}
 	munmap(buf, BUFFER);
@@ -268,15 +269,30 @@ int main(int argc, char **argv)
 {
 	int a = argc > 2 ? atoi(argv[1]) : 0, b = argc > 2 ? atoi(argv[2]) : 1;
 	size_t llc = argc > 3 ? strtoul(argv[3], NULL, 0) : 8UL << 20;
+	struct clear_variants clear;
 	char model[256];
 
+	if (argc > 1 && !strcmp(argv[1], "clear")) {
+		size_t bytes = argc > 2 ? strtoul(argv[2], NULL, 0) : BUFFER;
+
+		if (clear_page_variants(&clear, bytes))
+			return 1;
+		printf("{");
+		print_clear_variants(&clear);
+		printf("}\n");
+		return 0;
+	}
+	/* cold: twice the LLC, so a page comes back after the LLC let it go */
+	if (clear_page_variants(&clear, 2 * llc > BUFFER ? 2 * llc : BUFFER))
+		return 1;
 	cpu_model_name(model, sizeof(model));
-	printf("{\"cpu_model\":\"%s\",\"clear_page_ns\":%.1f,"
-	       "\"copy_page_ns\":%.1f,\"line_xfer_ns\":%.1f,\"cpus\":[%d,%d],"
+	printf("{\"cpu_model\":\"%s\",", model);
+	print_clear_variants(&clear);
+	printf(",\"copy_page_ns\":%.1f,\"line_xfer_ns\":%.1f,\"cpus\":[%d,%d],"
 	       "\"llc_ns\":%.1f,\"dram_ns\":%.1f,\"store_gbs\":%.2f,"
 	       "\"turbo_ghz\":%.2f,\"all_core_ghz\":%.2f}\n",
-	       model, page_op_ns(false), page_op_ns(true), line_xfer_ns(a, b),
-	       a, b, load_ns(llc / 2), load_ns(512UL << 20), store_gbs(),
-	       clock_ghz(1), clock_ghz((int)sysconf(_SC_NPROCESSORS_ONLN)));
+	       copy_page_ns(), line_xfer_ns(a, b), a, b, load_ns(llc / 2),
+	       load_ns(512UL << 20), store_gbs(), clock_ghz(1),
+	       clock_ghz((int)sysconf(_SC_NPROCESSORS_ONLN)));
 	return 0;
 }
