@@ -45,13 +45,19 @@ def host() -> dict[str, str]:
 RUNS = 5
 
 
-def fastpath() -> dict:
-    """PCP alloc+free pair and zone->lock per-page costs (bench/fastpath.c)."""
-    binary = engine.bin_dir() / "bench-fastpath"
+def _runs(name: str) -> list[dict]:
+    """Run bench binary NAME RUNS times; return each run's JSON."""
+    binary = engine.bin_dir() / name
     runs = []
     for _ in range(RUNS):
         out = subprocess.run([binary], capture_output=True, text=True, check=True)
         runs.append(json.loads(out.stdout))
+    return runs
+
+
+def fastpath() -> dict:
+    """PCP alloc+free pair and zone->lock per-page costs (bench/fastpath.c)."""
+    runs = _runs("bench-fastpath")
     # the run with the lowest median round; its fastest round beside it
     best = min(runs, key=lambda r: r["pcp_alloc_free_pair_ns"])
     result = dict(best)
@@ -70,11 +76,7 @@ LIST_CHECKS = ("add_l1", "del_l1", "add_cold", "del_cold")
 
 def listcheck() -> dict:
     """Cycles of one CONFIG_DEBUG_LIST check, in L1 and cold (bench/listcheck.c)."""
-    binary = engine.bin_dir() / "bench-listcheck"
-    runs = []
-    for _ in range(RUNS):
-        out = subprocess.run([binary], capture_output=True, text=True, check=True)
-        runs.append(json.loads(out.stdout))
+    runs = _runs("bench-listcheck")
     medians = {
         check: statistics.median(r[check]["cycles_per_call"] for r in runs)
         for check in LIST_CHECKS

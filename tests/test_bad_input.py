@@ -29,6 +29,8 @@ RUN = ("run", "--workload", "page_fault1", "--tasks", "2", *FOREVER)
 SIM = ("run", "--engine", "sim", "--machine", "skylake-ex", "--workload")
 SIM_RUN = (*SIM, "page_fault1", "--tasks", "2", *FOREVER)
 HOST_RUN = ("host", "run", "--workload", "page_fault1", "--tasks", "1", *FOREVER)
+# pcplab run on this kernel: a model knob given to it is refused.
+RUN_ON_HOST = ("run", "--engine", "host", "--workload", "page_fault1", "--tasks", "1")
 RESTORE = ("host", "restore", "--sysctl")
 HF_NAME = "vm.percpu_pagelist_high_fraction"
 HOST_SWEEP = ("host", "sweep", "--high-fraction", "0", "--workload", "page_fault1")
@@ -98,21 +100,7 @@ CASES: list[tuple[str, str, tuple[str, ...], str]] = [
     ("run", "--no-alloc-scaling", (*RUN, "--no-alloc-scaling=1"), "--no-alloc-scal"),
     ("run", "--pagevec-size", (*RUN, "--pagevec-size", "32"), "PAGEVEC_SIZE takes 1"),
     ("run", "--config-debug-list", (*RUN, "--config-debug-list=1"), "--config-debug"),
-    (
-        "run",
-        "--config-debug-list",
-        (
-            "run",
-            "--engine",
-            "host",
-            "--workload",
-            "page_fault1",
-            "--tasks",
-            "1",
-            "--config-debug-list",
-        ),
-        "config_debug_list",
-    ),
+    ("run", "--config-debug-list", (*RUN_ON_HOST, "--config-debug-list"), "debug_list"),
     ("run", "--memory-mib", (*RUN, "--memory-mib", "1"), "memory_mib 1"),
     ("run", "--size-mib", (*RUN, "--size-mib", "0"), "size_mib 0"),
     ("run", "--seed", (*RUN, "--seed", "-1"), "seed -1"),
