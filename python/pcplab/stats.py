@@ -82,19 +82,7 @@ def welch_p(base: Sample, new: Sample) -> float:
     Two constant samples that differ (a deterministic model, one seed
     repeated) have no spread to test: p is 0 if the means differ, else 1.
     """
-    from scipy import stats as scipy_stats  # loaded when a test is wanted
-
-    a, b = base.measured, new.measured
-    if len(a) < 2 or len(b) < 2:
-        return math.nan
-    if max(a) == min(a) and max(b) == min(b):
-        return 0.0 if a[0] != b[0] else 1.0
-    # Runs that agree to the last digit (a maximum the seeds share) make scipy
-    # warn of precision loss in the variance; p is extreme either way, and
-    # the warning would land in the middle of a table on stderr.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return float(scipy_stats.ttest_ind(a, b, equal_var=False).pvalue)
+    return welch_p_of_means((base.mean, base.std, base.n), (new.mean, new.std, new.n))
 
 
 def welch_p_of_means(
@@ -106,14 +94,21 @@ def welch_p_of_means(
     `reproduce --seeds`): NaN below two runs a side; no spread on either
     side gives 0 if the means differ, else 1.
     """
-    from scipy import stats as scipy_stats
+    from scipy import stats as scipy_stats  # loaded when a test is wanted
 
     (m1, s1, n1), (m2, s2, n2) = base, new
     if n1 < 2 or n2 < 2:
         return math.nan
     if s1 == 0 and s2 == 0:
         return 0.0 if m1 != m2 else 1.0
-    result = scipy_stats.ttest_ind_from_stats(m1, s1, n1, m2, s2, n2, equal_var=False)
+    # Runs that agree to the last digit (a maximum the seeds share) make scipy
+    # warn of precision loss in the variance; p is extreme either way, and
+    # the warning would land in the middle of a table on stderr.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        result = scipy_stats.ttest_ind_from_stats(
+            m1, s1, n1, m2, s2, n2, equal_var=False
+        )
     return float(result.pvalue)
 
 
