@@ -39,8 +39,8 @@ def test_clear_page_ns_is_the_mapped_page_clear_not_the_faulting_touch():
     }
 
 
-def test_calibrate_costs_the_kernel_variant_and_says_how(monkeypatch):
-    """measure() charges clear_page_ns from the bench's kernel figure, and names it."""
+def _fake_benches(monkeypatch, kernel: dict | None = None, **hostcost_extra) -> None:
+    """Make measure() read these bench figures and KERNEL's fault, not run them."""
     variants = {
         "kernel": 80.0,
         "spaced_4k": 120.0,
@@ -61,6 +61,7 @@ def test_calibrate_costs_the_kernel_variant_and_says_how(monkeypatch):
         "store_gbs": 10.0,
         "turbo_ghz": -1,
         "all_core_ghz": -1,
+        **hostcost_extra,
     }
     fastpath = {
         "pcp_alloc_free_pair_ns": 30.0,
@@ -70,9 +71,28 @@ def test_calibrate_costs_the_kernel_variant_and_says_how(monkeypatch):
     }
     benches = {"bench-hostcost": hostcost, "bench-fastpath": fastpath}
     monkeypatch.setattr(calibrate, "_bench", lambda name, *args: benches[name])
-    monkeypatch.setattr(calibrate, "_kernel_fault", lambda: None)
+    monkeypatch.setattr(calibrate, "_kernel_fault", lambda: kernel)
     monkeypatch.setattr(calibrate, "busy", lambda: None)
+
+
+def test_calibrate_costs_the_kernel_variant_and_says_how(monkeypatch):
+    """measure() charges clear_page_ns from the bench's kernel figure, and names it."""
+    _fake_benches(monkeypatch)
     profile = calibrate.measure()
     assert profile["costs"]["clear_page_ns"] == 80.0
     assert "rep stosb on mapped, cold large pages, one per 2000 ns" in profile["source"]
     assert "on first touch 1900.0 ns" in profile["source"]
+
+
+def test_the_trap_is_measured_and_left_out_of_the_fault_base(monkeypatch):
+    """fault_trap_ns is the zero-page fault; fault_base_ns the kernel's less it."""
+    kernel = {"fault_ns": 2000.0, "page_ns": 2600.0}
+    _fake_benches(monkeypatch, kernel, zero_fault_ns=700.0)
+    costs = calibrate.measure()["costs"]
+    assert costs["fault_trap_ns"] == 700.0
+    # 2000 less the trap, the clear (80) and half a pcp pair (15)
+    assert costs["fault_base_ns"] == 2000.0 - 700.0 - 80.0 - 15.0
+    _fake_benches(monkeypatch, kernel)  # a bench without the figure: no trap
+    costs = calibrate.measure()["costs"]
+    assert "fault_trap_ns" not in costs
+    assert costs["fault_base_ns"] == 2000.0 - 80.0 - 15.0

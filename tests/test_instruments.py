@@ -9,10 +9,11 @@ samples at its period. Without an instrument the result does not mention one.
 from __future__ import annotations
 
 import json
+import subprocess
 
 import pytest
 
-from pcplab import machines
+from pcplab import engine, machines
 from test_sim import raw_run
 
 # Huang Ying's 2023 setup, small and short: pcp->high = 2 x batch.
@@ -101,3 +102,77 @@ def test_perf_profile_samples_every_cpu_at_its_period():
 def test_a_traced_run_is_deterministic():
     """Same spec, seed and instrument: the same result."""
     assert run("perf-profile") == run("perf-profile")
+
+
+def run_trapped(instrument: str) -> dict:
+    """Run SPEC with INSTRUMENT on sapphire-rapids given a measured 500 ns trap."""
+    machine = {**machines.load_profile("sapphire-rapids"), "costs": {}}
+    machine["costs"]["fault_trap_ns"] = 500.0
+    return json.loads(raw_run({**SPEC, "machine": machine, "instrument": instrument}))
+
+
+def test_cpu_clock_samples_interrupts_off_time_where_they_come_back_on():
+    """cpu-clock: the lock time in the irqrestore, the trap's exit in user space.
+
+    The same run sampled by cycles and by cpu-clock (the event of a guest
+    without a PMU) differs in where each term's time lands: the spins and
+    the irqsave holds move to _raw_spin_unlock_irqrestore, half the trap
+    leaves the exception for user space.
+    """
+    cycles = run_trapped("perf-profile")["perf_profile"]
+    clock = run_trapped("perf-profile-cpu-clock")
+    instr, self_, ch = (
+        clock["instrument"],
+        clock["perf_profile"]["self"],
+        clock["perf_profile"]["children"],
+    )
+    assert instr["costs_ns"]["period"] == pytest.approx(1e9 / 4000)
+    taken = instr["samples"] + instr["samples_while_spinning"]
+    assert taken == pytest.approx(SPEC["tasks"] * SPEC["duration_s"] * 4000, rel=0.05)
+    assert cycles["self"]["native_queued_spin_lock_slowpath"] > 1
+    for gone in ("native_queued_spin_lock_slowpath", "rmqueue_bulk", "lru_add_fn"):
+        assert gone not in self_
+    irqsave = ("native_queued_spin_lock_slowpath", "rmqueue_bulk", "free_pcppages_bulk")
+    moved = sum(cycles["self"].get(fn, 0) for fn in (*irqsave, "lru_add_fn"))
+    moved += cycles["self"].get("release_pages", 0)
+    assert self_["_raw_spin_unlock_irqrestore"] == pytest.approx(moved, rel=0.15)
+    half = cycles["self"]["exc_page_fault"] / 2
+    assert self_["exc_page_fault"] == pytest.approx(half, rel=0.15)
+    user = cycles["self"].get("user", 0) + half
+    assert self_["user"] == pytest.approx(user, rel=0.15)
+    # the exception's children lose its exit, handle_mm_fault none of its work
+    lost = cycles["children"]["asm_exc_page_fault"] - ch["asm_exc_page_fault"]
+    assert lost == pytest.approx(half, rel=0.2)
+    assert ch["handle_mm_fault"] == pytest.approx(
+        cycles["children"]["handle_mm_fault"], rel=0.1
+    )
+
+
+def test_the_trap_is_the_exception_outside_handle_mm_fault():
+    """A measured trap is exc_page_fault's self: in the exception, not the fault."""
+    profile = run_trapped("perf-profile")["perf_profile"]
+    self_, ch = profile["self"], profile["children"]
+    assert self_["exc_page_fault"] > 5
+    assert ch["asm_exc_page_fault"] == pytest.approx(
+        ch["handle_mm_fault"] + self_["exc_page_fault"], rel=1e-6
+    )
+    plain = run("perf-profile")["perf_profile"]  # no KPTI, no measured trap
+    assert "exc_page_fault" not in plain["self"]
+    assert plain["children"]["asm_exc_page_fault"] == pytest.approx(
+        plain["children"]["handle_mm_fault"]
+    )
+
+
+def test_cpu_clock_is_refused_where_the_model_has_no_map_of_interrupts():
+    """4.18's interrupt-disabled sections are not mapped: one line, exit 2."""
+    spec = {**SPEC, "kernel": "4.18", "instrument": "perf-profile-cpu-clock"}
+    spec["machine"] = machines.load_profile("sapphire-rapids")
+    proc = subprocess.run(
+        [engine.engine_binary("sim"), "run"],
+        input=json.dumps(spec).encode(),
+        capture_output=True,
+        timeout=60,
+    )
+    assert proc.returncode != 0 and not proc.stdout
+    err = proc.stderr.decode().strip()
+    assert len(err.splitlines()) == 1 and "not on 4.18" in err

@@ -6,9 +6,10 @@ core-to-core line transfer, the store bandwidth of all CPUs and the clock
 with one and with every CPU busy (bench-hostcost), LLC size, Meltdown and
 hypervisor from the kernel; the measured costs from the native engine's
 fast paths and zone->lock per-page costs (bench-fastpath), the hardware's
-page clear as the kernel's fault runs it (bench/clearpage.c) and page copy,
-and, where the host engine runs, the kernel's own page fault (first-touch
-latency and throughput of page_fault1).
+page clear as the kernel's fault runs it (bench/clearpage.c), page copy and
+a read fault that maps the zero page (the trap: exc_page_fault), and, where
+the host engine runs, the kernel's own page fault (first-touch latency and
+throughput of page_fault1).
 """
 
 from __future__ import annotations
@@ -191,8 +192,14 @@ def measure() -> dict[str, Any]:
     sources = ["bench-fastpath (native engine)", "bench-hostcost", _clear_source(hw)]
     if load:
         sources.append(f"measured busy ({load})")
+    if hw.get("zero_fault_ns", -1) > 0:
+        costs["fault_trap_ns"] = hw["zero_fault_ns"]
+        sources.append("bench-hostcost zero-page read faults (the trap)")
     if kernel is not None:
-        base = kernel["fault_ns"] - hw["clear_page_ns"] - pcp_half
+        # the kernel's fault less what the model charges apart: the trap
+        # (exc_page_fault), the clear and the pcp list's pop
+        trap = costs.get("fault_trap_ns", 0.0)
+        base = kernel["fault_ns"] - trap - hw["clear_page_ns"] - pcp_half
         costs["fault_base_ns"] = round(max(base, 0.0), 1)
         rest = kernel["page_ns"] - kernel["fault_ns"] - pcp_half
         costs["unmap_page_ns"] = round(max(rest, 0.0), 1)

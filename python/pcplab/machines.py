@@ -63,6 +63,7 @@ TOPOLOGY_KEYS = (*TOPOLOGY_INTEGERS, *TOPOLOGY_NUMBERS)
 # [costs]: a measured cost in ns replaces the derived one; the engine checks
 # their ranges (cost_keys of src/arch/sim/machine.c).
 COST_NAMES = (
+    "fault_trap_ns",
     "fault_base_ns",
     "clear_page_ns",
     "copy_page_ns",

@@ -34,7 +34,14 @@ struct prof_fn {
  * inlined into __rmqueue_pcplist, zap_pte_range into unmap_page_range.
  */
 static const struct prof_fn term_fn[NR_PROF_TERMS] = {
-	/* trap, page-table walk and pte install: the fault path's own code */
+	/*
+	 * The exception's entry, up to the irq enable in do_user_addr_fault,
+	 * and its return: x86's C handler (exc_page_fault since v5.8's
+	 * idtentry; do_page_fault before).
+	 */
+	[COST_FAULT_TRAP] = { { "do_page_fault", "exc_page_fault",
+				"exc_page_fault" } },
+	/* page-table walk and pte install: the fault path's own code */
 	[COST_FAULT_BASE] = { { "handle_mm_fault", "handle_mm_fault",
 				"handle_mm_fault" } },
 	/* rep stosb (clear_page_rep on a CPU without ERMS: erms_fn below) */
@@ -90,11 +97,31 @@ static const char *const spin_fn[2] = { "native_queued_spin_lock_slowpath",
 					"queued_spin_lock_slowpath" };
 
 /*
+ * perf-profile-cpu-clock: the cpu-clock event's hrtimer interrupt waits
+ * while interrupts are off, and its sample is taken where they are enabled
+ * again. On 6.6 and later the zone->lock and lru_lock holds and spins are
+ * such sections (spin_lock_irqsave in rmqueue_bulk and free_pcppages_bulk,
+ * folio_lruvec_lock_irqsave in folio_batch_move_lru and folios_put_refs):
+ * their time is sampled in _raw_spin_unlock_irqrestore. The exception is
+ * entered with interrupts off up to do_user_addr_fault's local_irq_enable
+ * (exc_page_fault, as the cycles event samples it) and returns with them
+ * off from the exit work to iret: that half is sampled in user space.
+ */
+#define IRQ_ENABLE_FN "_raw_spin_unlock_irqrestore"
+#define IRQSAVE_TERMS                                               \
+	(1U << COST_BUDDY_ALLOC_PAGE | 1U << COST_BUDDY_FREE_PAGE | \
+	 1U << COST_BUDDY_FREE_UNMERGED | 1U << COST_LRU_ADD_PAGE | \
+	 1U << COST_LRU_DEL_PAGE)
+
+/*
  * arm64's names where x86's are its own: clear_page (DC ZVA, one routine,
- * arch/arm64/lib/clear_page.S) and the system call's entry (4.18: the
- * el0_svc_naked assembly of entry.S; 4.19 on: invoke_syscall in C).
+ * arch/arm64/lib/clear_page.S), the system call's entry (4.18: the
+ * el0_svc_naked assembly of entry.S; 4.19 on: invoke_syscall in C) and the
+ * fault's exception (do_mem_abort, whose children are the whole fault).
  */
 static const struct prof_fn arm64_fn[NR_PROF_TERMS] = {
+	[COST_FAULT_TRAP] = { { "do_mem_abort", "do_mem_abort",
+				"do_mem_abort" } },
 	[COST_CLEAR_PAGE] = { { "clear_page", "clear_page", "clear_page" } },
 	[COST_MMAP] = { { "el0_svc_naked", "invoke_syscall",
 			  "invoke_syscall" } },
@@ -130,16 +157,25 @@ static const struct {
  * (a refill's list_add, a drain's), and the model books them per check,
  * not per caller.
  */
+#define FAULT_TERMS                                               \
+	(1U << COST_FAULT_BASE | 1U << COST_CLEAR_PAGE |          \
+	 1U << COST_COPY_PAGE | 1U << COST_PCP_ALLOC |            \
+	 1U << COST_BUDDY_ALLOC_PAGE | 1U << PROF_INIT_ON_ALLOC | \
+	 1U << COST_LRU_ADD_PAGE)
+
 static const struct {
 	struct prof_fn fn;
 	u32 terms; /* bit per enum prof_term */
 	int lock_cls; /* its takers' waits and pulls: zone, LRU or both */
 	u32 sides; /* ... of these sides */
 } children[] = {
+	/* the whole exception: x86's entry stub (4.18: page_fault) */
+	{ { { "page_fault", "asm_exc_page_fault", "asm_exc_page_fault" } },
+	  FAULT_TERMS | 1U << COST_FAULT_TRAP,
+	  -1,
+	  1U << SIDE_ALLOC },
 	{ { { "handle_mm_fault", "handle_mm_fault", "handle_mm_fault" } },
-	  1U << COST_FAULT_BASE | 1U << COST_CLEAR_PAGE | 1U << COST_COPY_PAGE |
-		  1U << COST_PCP_ALLOC | 1U << COST_BUDDY_ALLOC_PAGE |
-		  1U << PROF_INIT_ON_ALLOC | 1U << COST_LRU_ADD_PAGE,
+	  FAULT_TERMS,
 	  -1,
 	  1U << SIDE_ALLOC },
 	{ { { "get_page_from_freelist", "get_page_from_freelist",
@@ -156,7 +192,8 @@ static const struct {
 	  1U << SIDE_FREE },
 };
 
-#define MAX_PROF_ROWS (NR_PROF_TERMS + 2)
+/* every term's function, the spin, the irq enable, user: an upper bound */
+#define MAX_PROF_ROWS (NR_PROF_TERMS + 3)
 
 struct prof_row {
 	const char *fn;
@@ -172,8 +209,12 @@ static enum prof_era prof_era(void)
 	return ERA_6_18;
 }
 
+static bool cpu_clock; /* the profile is sampled by cpu-clock */
+
 static const char *term_name(int term, enum prof_era era)
 {
+	if (cpu_clock && IRQSAVE_TERMS & 1U << term)
+		return IRQ_ENABLE_FN;
 	if (term == PROF_INIT_ON_ALLOC) /* the same clear, another caller */
 		term = COST_CLEAR_PAGE;
 	if (engine_arm64() && arm64_fn[term].name[era])
@@ -181,6 +222,14 @@ static const char *term_name(int term, enum prof_era era)
 	if (term == COST_CLEAR_PAGE)
 		return erms_fn[engine_clear_page_erms()];
 	return term_fn[term].name[era];
+}
+
+/* Children row @i's function: arm64's exception has no x86 entry stub. */
+static const char *child_name(int i, enum prof_era era)
+{
+	if (engine_arm64() && children[i].terms & 1U << COST_FAULT_TRAP)
+		return arm64_fn[COST_FAULT_TRAP].name[era];
+	return children[i].fn.name[era];
 }
 
 /* Add @ps to @fn's row of @rows (@n of them so far). */
@@ -244,6 +293,17 @@ static cJSON *rows_json(struct prof_row *rows, int n, double whole)
 	return o;
 }
 
+/*
+ * The part of @term's time a cpu-clock profile samples after the return
+ * to user space: half the trap's (its exit and iret), else none.
+ */
+static double trap_return_ps(const struct cpu_stats *t, int term)
+{
+	if (!cpu_clock || term != COST_FAULT_TRAP)
+		return 0;
+	return (double)t->prof_ps[term] / 2;
+}
+
 /* Self time per function: every term, the spins, the holds' starts. */
 static int self_rows(const struct cpu_stats *t, enum prof_era era,
 		     struct prof_row *rows)
@@ -252,7 +312,8 @@ static int self_rows(const struct cpu_stats *t, enum prof_era era,
 
 	for (int term = 0; term < NR_PROF_TERMS; term++)
 		add_row(rows, &n, term_name(term, era),
-			(double)t->prof_ps[term]);
+			(double)t->prof_ps[term] - trap_return_ps(t, term));
+	add_row(rows, &n, "user", trap_return_ps(t, COST_FAULT_TRAP));
 	for (int cls = LOCK_ZONE; cls <= LOCK_LRU; cls++) {
 		for (int id = 0; id < NR_LOCK_CALLERS; id++) {
 			const struct lock_caller_stat *c =
@@ -261,7 +322,9 @@ static int self_rows(const struct cpu_stats *t, enum prof_era era,
 
 			if (k < 0)
 				continue;
-			add_row(rows, &n, spin_fn[engine_arm64()],
+			add_row(rows, &n,
+				cpu_clock ? IRQ_ENABLE_FN
+					  : spin_fn[engine_arm64()],
 				(double)c->wait_ns * 1000);
 			add_row(rows, &n, term_name(takers[k].term, era),
 				(double)c->pull_ps);
@@ -279,7 +342,10 @@ cJSON *perf_profile_json(const struct spec *s, const struct run_result *r)
 	struct prof_row rows[MAX_PROF_ROWS];
 	cJSON *o = cJSON_CreateObject(), *ch;
 	double attributed = 0;
-	int n = self_rows(t, era, rows);
+	int n;
+
+	cpu_clock = s->instrument.kind == INSTRUMENT_PERF_PROFILE_CPU_CLOCK;
+	n = self_rows(t, era, rows);
 
 	for (int i = 0; i < n; i++)
 		attributed += rows[i].ps;
@@ -289,10 +355,17 @@ cJSON *perf_profile_json(const struct spec *s, const struct run_result *r)
 		whole = 1;
 	cJSON_AddStringToObject(
 		o, "method",
-		"the sim's cost terms, lock waits and hold starts, each charged "
-		"to the kernel function a cycles sample would land in "
-		"(docs/machines.md, \"Where the cycles go\"); % of the CPU "
-		"time of every task's measured window");
+		cpu_clock
+			? "the sim's cost terms, lock waits and hold starts, "
+			  "each charged to the kernel function a cpu-clock "
+			  "sample would land in: where interrupts are enabled "
+			  "again (docs/machines.md, \"Where the cycles go\"); "
+			  "% of the CPU time of every task's measured window"
+			: "the sim's cost terms, lock waits and hold starts, "
+			  "each charged to the kernel function a cycles sample "
+			  "would land in (docs/machines.md, \"Where the cycles "
+			  "go\"); % of the CPU time of every task's measured "
+			  "window");
 	cJSON_AddNumberToObject(o, "cpu_time_s", whole / 1e12);
 	cJSON_AddItemToObject(o, "self", rows_json(rows, n, whole));
 	ch = cJSON_AddObjectToObject(o, "children");
@@ -301,7 +374,8 @@ cJSON *perf_profile_json(const struct spec *s, const struct run_result *r)
 
 		for (int term = 0; term < NR_PROF_TERMS; term++)
 			if (children[i].terms & 1U << term)
-				ps += (double)t->prof_ps[term];
+				ps += (double)t->prof_ps[term] -
+				      trap_return_ps(t, term);
 		for (int cls = LOCK_ZONE; cls <= LOCK_LRU; cls++) {
 			if (children[i].lock_cls >= 0 &&
 			    children[i].lock_cls != cls)
@@ -309,11 +383,10 @@ cJSON *perf_profile_json(const struct spec *s, const struct run_result *r)
 			lock_ps(t, cls, children[i].sides, &wait, &pull);
 			ps += wait + pull;
 		}
-		cJSON_AddNumberToObject(ch, children[i].fn.name[era],
+		cJSON_AddNumberToObject(ch, child_name(i, era),
 					100.0 * ps / whole);
 	}
 	cJSON_AddNumberToObject(o, "unattributed_pct",
 				100.0 * (whole - attributed) / whole);
-	(void)s;
 	return o;
 }

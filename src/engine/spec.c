@@ -336,6 +336,13 @@ static int parse_instrument(const cJSON *o, struct spec *s, char *err)
 			    INSTRUMENT_ALLOWED);
 	if (instrument_parse(v->valuestring, &s->instrument, err, ERRLEN))
 		return -1;
+	/* where 4.18 enables interrupts again is not in the profile's map */
+	if (s->instrument.kind == INSTRUMENT_PERF_PROFILE_CPU_CLOCK &&
+	    !s->gen->folio_fault)
+		return fail(
+			err,
+			"instrument perf-profile-cpu-clock: the model knows where the kernel enables interrupts again from 6.6 on, not on %s; give kernel 6.6 or later, or instrument perf-profile",
+			s->gen->name);
 	return arch_instrument_check(&s->instrument, err);
 }
 

@@ -15,6 +15,7 @@ const char *const instrument_kind_names[NR_INSTRUMENT_KINDS] = {
 	[INSTRUMENT_FUNCTION_GRAPH_CHILDREN] = "function_graph-children",
 	[INSTRUMENT_FUNCLATENCY] = "funclatency",
 	[INSTRUMENT_PERF_PROFILE] = "perf-profile",
+	[INSTRUMENT_PERF_PROFILE_CPU_CLOCK] = "perf-profile-cpu-clock",
 };
 
 const char *const traced_func_names[NR_TRACED_FUNCS] = {
@@ -55,8 +56,9 @@ int instrument_parse(const char *text, struct instrument *out, char *err,
 			kind = k;
 	if (kind < 0)
 		return refuse(err, len, text, "unknown kind");
-	bool takes_functions =
-		kind != INSTRUMENT_NONE && kind != INSTRUMENT_PERF_PROFILE;
+	bool takes_functions = kind != INSTRUMENT_NONE &&
+			       kind != INSTRUMENT_PERF_PROFILE &&
+			       kind != INSTRUMENT_PERF_PROFILE_CPU_CLOCK;
 	if (!takes_functions) {
 		if (colon)
 			return refuse(err, len, text,

@@ -99,6 +99,8 @@ int handle_mm_fault(struct task_mm *mm, enum fault_kind kind,
 	struct page *page, *src = NULL;
 
 	BUG_ON(mm->nr >= mm->cap);
+	/* asm_exc_page_fault to do_user_addr_fault, and the return to user */
+	cost(COST_FAULT_TRAP, 1);
 	cost(COST_FAULT_BASE, 1);
 	if (kind != FAULT_ANON) {
 		src = filemap_fault(mm, index);

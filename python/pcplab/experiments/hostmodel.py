@@ -104,23 +104,37 @@ def run(quick: bool, workers: int, *, scheduler: Any = None) -> list[dict[str, A
         spec = {**case, "duration_s": mode["duration_s"]}
         kernel = execute_run({**spec, "engine": "host"}, profile_with="perf")
         rows.append(_row(case, "host", [kernel], exp))
-        sim = _model_spec(spec, exp, build)
+        instrument = _instrument(kernel, exp)
+        sim = _model_spec(spec, exp, build, instrument)
         for model in MODELS:
             specs = [
                 {**sim, "machine": profiles[model], "seed": seed}
                 for seed in range(1, mode["seeds"] + 1)
             ]
             results = runs.run_specs(specs, workers, scheduler=scheduler, desc=model)
-            rows.append({**_row(case, model, results, exp), "build": build})
+            row = _row(case, model, results, exp)
+            rows.append({**row, "build": build, "instrument": instrument})
     return rows
 
 
+def _instrument(kernel: dict[str, Any], exp: dict[str, Any]) -> str:
+    """Return the models' instrument: the kernel's profile was sampled by this event.
+
+    Without a PMU (a VM guest) perf records the cpu-clock software event,
+    whose samples wait out interrupts-off sections; the models then sample
+    the same way (docs/machines.md, "Instruments").
+    """
+    event = (kernel.get("perf_profile") or {}).get("event") or ""
+    if event.startswith("cpu-clock"):
+        return "perf-profile-cpu-clock"
+    return exp["instrument"]
+
+
 def _model_spec(
-    spec: dict[str, Any], exp: dict[str, Any], build: dict[str, Any]
+    spec: dict[str, Any], exp: dict[str, Any], build: dict[str, Any], instrument: str
 ) -> dict[str, Any]:
     """Return a case's spec for the models: instrumented, built as this kernel."""
-    sim = {**spec, "engine": "sim", "kernel": exp["kernel"]}
-    sim["instrument"] = exp["instrument"]
+    sim = {**spec, "engine": "sim", "kernel": exp["kernel"], "instrument": instrument}
     if build["enabled"]:
         sim["config_debug_list"] = True
     return sim
@@ -192,9 +206,22 @@ def text(rows: list[dict[str, Any]], spec: dict[str, Any]) -> str:
         "shares: LKP's perf-profile.<self|children>.cycles-pp.<function>, % of the "
         "workload's sampled cycles (host: perf record -a -g; sim: its cycle terms, "
         "perf-profile sampling charged); model figures are means ± sd over seeds.",
+        *_instrument_note(rows),
         *_build_note(rows),
     ]
     return "\n".join([*notes, *md_table(header, cells)]) + "\n"
+
+
+def _instrument_note(rows: list[dict[str, Any]]) -> list[str]:
+    """Return the line saying how the models sampled, from their rows."""
+    used = sorted({r["instrument"] for r in rows if "instrument" in r})
+    if used != ["perf-profile-cpu-clock"]:
+        return []
+    return [
+        "sampling: this kernel's perf had no PMU and sampled cpu-clock, whose "
+        "interrupt waits out interrupts-off sections; the models ran instrument "
+        "perf-profile-cpu-clock, which samples them where interrupts come back on."
+    ]
 
 
 def _build_note(rows: list[dict[str, Any]]) -> list[str]:

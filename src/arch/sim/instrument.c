@@ -21,6 +21,9 @@
  *                   charged at the CPU's next lock operation: one inside a
  *                   hold (due at its release) lengthens the hold; one that
  *                   falls while the CPU spins hides in the spin.
+ *   perf-profile-cpu-clock
+ *                   the same, a sample every 1/CPU_CLOCK_HZ of each CPU's
+ *                   time; where the samples land is perf_profile.c's.
  *
  * The costs are the same on every machine: the published figures name no
  * clock to scale them by (docs/machines.md). They are not constants of
@@ -51,6 +54,12 @@
  * (lkp-tests programs/perf-profile): a sample per 1000003 cycles per CPU.
  */
 #define PERF_PERIOD_CYCLES 1000003.0
+/*
+ * perf record without -c or -F: a frequency of 4000 samples per second
+ * (tools/perf/builtin-record.c, record.freq), what the cpu-clock event of
+ * a guest without a PMU then samples at.
+ */
+#define CPU_CLOCK_HZ 4000.0
 /*
  * One sample with its call chain, ns: an estimate, not a measurement (none
  * was found published): the kernel's own budget per sample at its
@@ -110,8 +119,12 @@ void sim_instrument_start(const struct instrument *in)
 		instr.return_ps = ns_to_ps(KRETPROBE_NS);
 		break;
 	case INSTRUMENT_PERF_PROFILE:
-		sim_perf_period = (u64)llround(PERF_PERIOD_CYCLES * 1000.0 /
-					       sim_machine.clock_ghz);
+	case INSTRUMENT_PERF_PROFILE_CPU_CLOCK:
+		sim_perf_period =
+			in->kind == INSTRUMENT_PERF_PROFILE
+				? (u64)llround(PERF_PERIOD_CYCLES * 1000.0 /
+					       sim_machine.clock_ghz)
+				: ns_to_ps(1e9 / CPU_CLOCK_HZ);
 		instr.sample_ps = ns_to_ps(PERF_SAMPLE_NS);
 		for (int cpu = 0; cpu < sim_machine.nr_cpus; cpu++)
 			sim_vcpu(cpu)->next_sample = sim_perf_period *
@@ -209,7 +222,8 @@ cJSON *engine_instrument_json(const struct spec *s, const struct run_result *r)
 	} else if (in->kind == INSTRUMENT_FUNCLATENCY) {
 		cJSON_AddNumberToObject(c, "kprobe", KPROBE_NS);
 		cJSON_AddNumberToObject(c, "kretprobe", KRETPROBE_NS);
-	} else if (in->kind == INSTRUMENT_PERF_PROFILE) {
+	} else if (in->kind == INSTRUMENT_PERF_PROFILE ||
+		   in->kind == INSTRUMENT_PERF_PROFILE_CPU_CLOCK) {
 		cJSON_AddNumberToObject(c, "sample", PERF_SAMPLE_NS);
 		cJSON_AddNumberToObject(c, "period",
 					(double)sim_perf_period / 1000.0);

@@ -6,7 +6,8 @@
  * functions, as set_ftrace_filter limits it (their entry and return
  * only) or as set_graph_function does (every call nested under them
  * too); bcc funclatency, a kprobe and a kretprobe on one function; LKP's
- * perf-profile, sampling cycles with call graphs; or none. The sim engine
+ * perf-profile, sampling cycles with call graphs, or the same profile
+ * sampled by the cpu-clock timer where there is no PMU; or none. The sim engine
  * charges each its cost where the traced kernel pays it
  * (src/arch/sim/instrument.c, docs/machines.md "Instruments"); the native
  * engine runs in real time and takes none.
@@ -27,6 +28,12 @@ enum instrument_kind {
 	INSTRUMENT_FUNCTION_GRAPH_CHILDREN,
 	INSTRUMENT_FUNCLATENCY, /* bcc funclatency: kprobe + kretprobe */
 	INSTRUMENT_PERF_PROFILE, /* LKP perf-profile: cycles sampling, -g */
+	/*
+	 * perf record -g on a CPU without a PMU (a VM guest): the cpu-clock
+	 * software event, an hrtimer interrupt, which waits while interrupts
+	 * are disabled and samples where they are enabled again
+	 */
+	INSTRUMENT_PERF_PROFILE_CPU_CLOCK,
 	NR_INSTRUMENT_KINDS,
 };
 
@@ -46,16 +53,17 @@ extern const char *const instrument_kind_names[NR_INSTRUMENT_KINDS];
 extern const char *const traced_func_names[NR_TRACED_FUNCS];
 
 /* The forms a spec's instrument takes, for the one line of a refusal. */
-#define INSTRUMENT_ALLOWED                                                 \
-	"none, perf-profile, function_graph:F[,F...] (set_ftrace_filter: " \
-	"F's entry and return), function_graph-children:F[,F...] "         \
-	"(set_graph_function: the calls under F too) or funclatency:F, F " \
+#define INSTRUMENT_ALLOWED                                                     \
+	"none, perf-profile, perf-profile-cpu-clock, function_graph:F[,F...] " \
+	"(set_ftrace_filter: "                                                 \
+	"F's entry and return), function_graph-children:F[,F...] "             \
+	"(set_graph_function: the calls under F too) or funclatency:F, F "     \
 	"one of rmqueue_bulk, free_pcppages_bulk"
 
 /*
  * Parse "function_graph:rmqueue_bulk,free_pcppages_bulk",
  * "function_graph-children:rmqueue_bulk", "funclatency:rmqueue_bulk",
- * "perf-profile" or "none" into @out.
+ * "perf-profile", "perf-profile-cpu-clock" or "none" into @out.
  * 0, or -1 with one line in @err (@len bytes).
  */
 int instrument_parse(const char *text, struct instrument *out, char *err,
