@@ -448,6 +448,15 @@ void sim_machine_derive(const struct kernel_gen *gen, int tasks_per_node,
 	for (int i = 0; i < NR_COST_KINDS; i++)
 		if (m->cost_override_ns[i] >= 0)
 			m->cost[i] = ns_ps(m->cost_override_ns[i]);
+	/*
+	 * A measured buddy page is the work with its struct pages in cache
+	 * (bench-fastpath times the model's own buddy, hot); the cold ones
+	 * are the run's, added as to a derived cost.
+	 */
+	if (m->cost_override_ns[COST_BUDDY_ALLOC_PAGE] >= 0)
+		m->cost[COST_BUDDY_ALLOC_PAGE] += buddy_misses;
+	if (m->cost_override_ns[COST_BUDDY_FREE_PAGE] >= 0)
+		m->cost[COST_BUDDY_FREE_PAGE] += buddy_misses;
 	m->page_xfer_ps = (u64)llround((double)PAGE_SIZE * 1e12 / node_bw);
 	/* without ERMS every line is read for ownership before it is filled */
 	m->clear_pages = hw->erms ? 1 : 2;
