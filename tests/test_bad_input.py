@@ -99,6 +99,13 @@ CASES: list[tuple[str, str, tuple[str, ...], str]] = [
     ("run", "--no-free-scaling", (*RUN, "--no-free-scaling=yes"), "--no-free-scaling"),
     ("run", "--no-alloc-scaling", (*RUN, "--no-alloc-scaling=1"), "--no-alloc-scal"),
     ("run", "--pagevec-size", (*RUN, "--pagevec-size", "32"), "PAGEVEC_SIZE takes 1"),
+    ("run", "--folios-put-release", (*RUN, "--folios-put-release=1"), "--folios-put"),
+    (
+        "run",
+        "--folios-put-release",
+        (*RUN_ON_HOST, "--no-folios-put-release"),
+        "folios_put_release",
+    ),
     ("run", "--config-debug-list", (*RUN, "--config-debug-list=1"), "--config-debug"),
     ("run", "--config-debug-list", (*RUN_ON_HOST, "--config-debug-list"), "debug_list"),
     ("run", "--memory-mib", (*RUN, "--memory-mib", "1"), "memory_mib 1"),

@@ -322,35 +322,126 @@ def test_no_share_of_cpu_time_exceeds_100_pct():
     assert max(contention.values()) <= 100, contention
 
 
-def _lru_holds_per_page(**keys: object) -> float:
-    """Return lru_lock acquisitions per page freed of one page_fault1 task on 6.6."""
+# A 4 MiB mapping: 1024 pages faulted, then unmapped, per iteration.
+MAP_PAGES = 1024
+
+
+def _lru_holds_per_map(kernel: str = "6.6", **keys: object) -> float:
+    """Return lru_lock acquisitions per 4 MiB mapping of one page_fault1 task."""
     spec = sim_spec(
         "haswell-desktop",
         workload="page_fault1",
         tasks=1,
-        kernel="6.6",
+        kernel=kernel,
+        size_mib=4,
         duration_s=0.3,
         warmup_s=0.1,
         **keys,
     )
     res = json.loads(raw_run(spec))
-    assert res["spec"]["pagevec_size"] == keys.get("pagevec_size")
-    return res["locks"]["lru_lock"]["acquisitions"] / res["vmstat"]["pgfree"]
+    assert {key: res["spec"][key] for key in keys} == keys
+    maps = res["vmstat"]["pgfree"] / MAP_PAGES
+    return res["locks"]["lru_lock"]["acquisitions"] / maps
 
 
-def test_pagevec_size_sets_the_lru_lock_holds_per_page():
+def _batches(pages: int, size: int) -> int:
+    """Return the batches of at most SIZE that PAGES pages take."""
+    return -(-pages // size)
+
+
+def _holds(pagevec: int, folios_put_release: bool) -> int:
+    """Return the kernel's lru_lock holds for one mapping: lru_add, then release.
+
+    lru_add moves a folio_batch of PAGEVEC_SIZE per hold. With 99fbb6bfc16f
+    release_pages does too; before it, munmap's mmu_gather hands it batches
+    of MAX_GATHER_BATCH (510) and it relocks every SWAP_CLUSTER_MAX (32).
+    """
+    add = _batches(MAP_PAGES, pagevec)
+    if folios_put_release:
+        return add + _batches(MAP_PAGES, pagevec)
+    gathers = [min(510, MAP_PAGES - g) for g in range(0, MAP_PAGES, 510)]
+    return add + sum(_batches(n, 32) for n in gathers)
+
+
+def test_pagevec_size_sets_the_folio_batch_and_only_it():
     """lru_lock is taken once per lru_add batch and once per release batch.
 
-    One task, so no hold waits and each is one batch: 6.6's own release_pages
-    relocks every SWAP_CLUSTER_MAX (32) pages beside lru_add's pagevec of 15;
-    pagevec_size 15 (99fbb6bfc16f: folios_put_refs per folio_batch) makes
-    release's hold 15 pages, and 31 (the retest) makes both 31. Against
-    6.6's own: (2/15) / (1/15 + 1/32) and (2/31) / (1/15 + 1/32).
+    One task, so no hold waits and each hold is one batch. pagevec_size is
+    the folio_batch: on 6.6 (folios_put_release off) 8 makes lru_add's
+    batch 8 and leaves release_pages relocking every SWAP_CLUSTER_MAX
+    pages of each mmu_gather batch; with folios_put_release (99fbb6bfc16f)
+    release's hold is the folio_batch too.
     """
-    own = _lru_holds_per_page()
-    assert _lru_holds_per_page(pagevec_size=15) / own == pytest.approx(
-        (2 / 15) / (1 / 15 + 1 / 32), rel=0.03
+    assert _lru_holds_per_map() == pytest.approx(_holds(15, False), rel=0.01)
+    assert _lru_holds_per_map(pagevec_size=8) == pytest.approx(
+        _holds(8, False), rel=0.01
     )
-    assert _lru_holds_per_page(pagevec_size=31) / own == pytest.approx(
-        (2 / 31) / (1 / 15 + 1 / 32), rel=0.03
+    on = {"folios_put_release": True}
+    for pagevec in (8, 15, 31):
+        assert _lru_holds_per_map(pagevec_size=pagevec, **on) == pytest.approx(
+            _holds(pagevec, True), rel=0.01
+        )
+
+
+@pytest.mark.parametrize("kernel", ["6.6", "6.18"])
+def test_folios_put_release_sets_the_release_path(kernel):
+    """folios_put_release turns 99fbb6bfc16f on and off on either generation.
+
+    At a folio_batch of 15: on, release_pages holds lru_lock per 15 pages;
+    off, per SWAP_CLUSTER_MAX of each mmu_gather batch, as 6.6 had it, so
+    6.18 with it off takes lru_lock as 6.6's own does.
+    """
+    for on in (True, False):
+        holds = _lru_holds_per_map(kernel, pagevec_size=15, folios_put_release=on)
+        assert holds == pytest.approx(_holds(15, on), rel=0.01), on
+
+
+@pytest.mark.parametrize(
+    ("kernel", "pagevec_size", "folios_put_release"),
+    [("4.18", 15, False), ("6.6", 15, False), ("6.18", 31, True), ("6.19", 31, True)],
+)
+def test_the_generations_folio_batch_given_is_the_generation(
+    kernel, pagevec_size, folios_put_release
+):
+    """Each key set to its generation's value gives the same bytes as unset.
+
+    6.6 with pagevec_size 15 is 6.6, not 6.6 with 99fbb6bfc16f applied; the
+    resolved spec names both keys' values either way.
+    """
+    spec = sim_spec(
+        "skylake-ex",
+        workload="page_fault1",
+        tasks=8,
+        kernel=kernel,
+        duration_s=0.05,
+        warmup_s=0.02,
     )
+    unset = raw_run(spec)
+    assert raw_run({**spec, "pagevec_size": pagevec_size}) == unset
+    assert raw_run({**spec, "folios_put_release": folios_put_release}) == unset
+    spec_out = json.loads(unset)["spec"]
+    assert spec_out["pagevec_size"] == pagevec_size
+    assert spec_out["folios_put_release"] is folios_put_release
+
+
+@pytest.mark.parametrize(
+    ("kernel", "flag", "expected"),
+    [
+        ("6.6", (), False),
+        ("6.6", ("--folios-put-release",), True),
+        ("6.18", (), True),
+        ("6.18", ("--no-folios-put-release",), False),
+    ],
+)
+def test_run_sets_folios_put_release_both_ways(pcplab, kernel, flag, expected):
+    """Run's flag and its --no- form reach the engine; unset, the generation's."""
+    proc = pcplab(
+        "run", "--engine", "sim", "--machine", "haswell-desktop",
+        "--workload", "page_fault1", "--tasks", "1", "--kernel", kernel,
+        "--size-mib", "4", "--duration", "0.02", "--warmup", "0.01",
+        *flag, "--json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    spec = json.loads(proc.stdout)["spec"]
+    assert spec["folios_put_release"] is expected
+    assert spec["kernel"] == kernel

@@ -281,6 +281,12 @@ def pagesets(
 @option("no_free_scaling", "--no-free-scaling", is_flag=True)
 @option("no_alloc_scaling", "--no-alloc-scaling", is_flag=True)
 @option("pagevec_size", "--pagevec-size", metavar="N")
+@option(
+    "folios_put_release",
+    "--folios-put-release/--no-folios-put-release",
+    is_flag=True,
+    default=None,
+)
 @option("config_debug_list", "--config-debug-list", is_flag=True)
 @option("memory_mib", "--memory-mib", metavar="M")
 @option("size_mib", "--size-mib", metavar="M")
@@ -326,6 +332,7 @@ def run(
     no_alloc_scaling: bool,
     config_debug_list: bool,
     pagevec_size: int | None,
+    folios_put_release: bool | None,
     memory_mib: int | None,
     size_mib: int | None,
     seed: int | None,
@@ -407,6 +414,7 @@ def run(
         "placement": placement,
         "policy": policy,
         "pagevec_size": pagevec_size,
+        "folios_put_release": folios_put_release,
         "cross_free_ratio": cross_free_ratio,
         "instrument": instrument,
     }

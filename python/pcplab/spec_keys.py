@@ -157,7 +157,9 @@ def option(name: str, *decls: str, **attrs: Any) -> Callable[..., Any]:
         if not attrs.get("is_flag") and "type" not in attrs:
             attrs["type"] = click_type(row)
         shown = default_words(row)
-        if shown and not {"default", "required", "is_flag"} & attrs.keys():
+        # a --key/--no-key flag left unset (None) leaves the engine its default
+        unset = attrs.get("is_flag") and "default" in attrs and attrs["default"] is None
+        if shown and (unset or not {"default", "required", "is_flag"} & attrs.keys()):
             # the engine fills the default (click's own would be sent as a value)
             attrs["help"] = f"{attrs['help'].rstrip()}  Default: {shown}."
     return click.option(*decls, **attrs)

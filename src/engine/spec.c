@@ -151,6 +151,10 @@ static int parse_names(const cJSON *o, struct spec *s, char *err)
 			    kernel_gen_names());
 	if (!spec_key_value(o, SPEC_KEY_relinquish))
 		s->relinquish = s->gen->relinquish;
+	if (!spec_key_value(o, SPEC_KEY_pagevec_size))
+		s->pagevec_size = s->gen->lru_batch;
+	if (!spec_key_value(o, SPEC_KEY_folios_put_release))
+		s->folios_put_release = s->gen->folios_put_release;
 
 	str = get_str(o, "policy", err, &bad);
 	if (bad)
@@ -395,31 +399,35 @@ out:
 }
 
 /*
- * PAGEVEC_SIZE @n, as the kernel has it since 99fbb6bfc16f ("mm: make
- * folios_put() the basis of release_pages()", v6.9-rc1): lru_add's
- * folio_batch, and release_pages() filling a folio_batch that
- * folios_put_refs() takes off the LRU under one lru_lock hold and hands to
- * free_unref_folios() at once. Before it, release_pages() relocked
- * lru_lock every SWAP_CLUSTER_MAX (32) pages and freed the whole mmu_gather
- * batch after its LRU work (4.18's and 6.6's lru_release_batch and
- * release_gather): so on those generations the key also applies the
- * commit. The kernel test robot's retest in its thread
+ * The folio_batch (PAGEVEC_SIZE @pagevec_size) and the release path
+ * (@folios_put_release). lru_add fills a folio_batch in every generation.
+ * Since 99fbb6bfc16f ("mm: make folios_put() the basis of
+ * release_pages()", v6.9-rc1) release_pages() fills one too, and
+ * folios_put_refs() takes it off the LRU under one lru_lock hold and hands
+ * it to free_unref_folios() at once. Before it, release_pages() relocked
+ * lru_lock every SWAP_CLUSTER_MAX pages and freed the whole mmu_gather
+ * batch after its LRU work, whatever PAGEVEC_SIZE was. The kernel test
+ * robot's retest in that commit's thread
  * (202403151058.7048f6a8-oliver.sang@intel.com) raised PAGEVEC_SIZE from
  * 15 to 31 (900a4f6f4408 there, merged as 9cecde80aae0, v6.9-rc2).
  */
-static void apply_pagevec_size(struct kernel_gen *gen, int n)
+static void apply_folio_batch(struct kernel_gen *gen, int pagevec_size,
+			      bool folios_put_release)
 {
-	gen->lru_batch = n;
-	gen->lru_release_batch = n;
-	gen->release_gather = n;
+	gen->lru_batch = pagevec_size;
+	gen->folios_put_release = folios_put_release;
+	gen->lru_release_batch =
+		folios_put_release ? pagevec_size : SWAP_CLUSTER_MAX;
+	gen->release_gather =
+		folios_put_release ? pagevec_size : MAX_GATHER_BATCH;
 }
 
 /* Configure the model's policy (pcp_policy) from a parsed spec. */
 void spec_apply_policy(const struct spec *s)
 {
 	pcp_policy.gen = *s->gen;
-	if (s->pagevec_size)
-		apply_pagevec_size(&pcp_policy.gen, s->pagevec_size);
+	apply_folio_batch(&pcp_policy.gen, s->pagevec_size,
+			  s->folios_put_release);
 	pcp_policy.batch = s->batch;
 	pcp_policy.high = s->high;
 	pcp_policy.high_fraction = s->high_fraction;

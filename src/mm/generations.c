@@ -25,8 +25,8 @@ static const struct kernel_gen kernel_gens[] = {
 		.name = "4.18",
 		.batch_cap_bytes = 512 * 1024,
 		.lru_batch = 15,
-		.lru_release_batch = 32,
-		.release_gather = 510,
+		.lru_release_batch = SWAP_CLUSTER_MAX,
+		.release_gather = MAX_GATHER_BATCH,
 		.relinquish = RELINQUISH_OFF,
 	},
 	{
@@ -34,7 +34,7 @@ static const struct kernel_gen kernel_gens[] = {
 		 * v6.6: high-order pcp lists (v5.13), high from the low
 		 * watermark or percpu_pagelist_high_fraction and free_factor
 		 * drain scaling (v5.14), the pcp spinlock with trylock (v6.0);
-		 * release_pages as in v4.18.
+		 * release_pages as in v4.18 (folios_put_release off).
 		 */
 		.name = "6.6",
 		.folio_fault = true,
@@ -44,8 +44,8 @@ static const struct kernel_gen kernel_gens[] = {
 		.pcp_trylock = true,
 		.batch_cap_bytes = 1024 * 1024,
 		.lru_batch = 15,
-		.lru_release_batch = 32,
-		.release_gather = 510,
+		.lru_release_batch = SWAP_CLUSTER_MAX,
+		.release_gather = MAX_GATHER_BATCH,
 		.relinquish = RELINQUISH_OFF,
 	},
 	{
@@ -54,8 +54,11 @@ static const struct kernel_gen kernel_gens[] = {
 		 * drain_pages_zone (55f77df7d715, v6.10; 66eca1021a42, v6.11),
 		 * the v6.16 free_high threshold (c544a952ba61), folio batches
 		 * of 31 (release_pages through folios_put_refs() since v6.9:
-		 * 99fbb6bfc16f with PAGEVEC_SIZE 15, 9cecde80aae0 made it 31).
-		 * The spec's pagevec_size sets all three batches.
+		 * 99fbb6bfc16f with PAGEVEC_SIZE 15, 9cecde80aae0 made it 31),
+		 * so both release batches are the folio_batch. The spec's
+		 * pagevec_size sets the folio_batch, its folios_put_release
+		 * whether release_pages goes through it (spec.c resolves the
+		 * three batches from the two keys the way this table has them).
 		 */
 		.name = "6.18",
 		.folio_fault = true,
@@ -67,6 +70,7 @@ static const struct kernel_gen kernel_gens[] = {
 		.pcp_trylock = true,
 		.batch_cap_bytes = 1024 * 1024,
 		.lru_batch = 31,
+		.folios_put_release = true,
 		.lru_release_batch = 31,
 		.release_gather = 31,
 		.relinquish = RELINQUISH_OFF,
@@ -87,6 +91,7 @@ static const struct kernel_gen kernel_gens[] = {
 		.pcp_trylock = true,
 		.batch_cap_bytes = 1024 * 1024,
 		.lru_batch = 31,
+		.folios_put_release = true,
 		.lru_release_batch = 31,
 		.release_gather = 31,
 		.relinquish = RELINQUISH_BATCHED,

@@ -88,7 +88,8 @@ void lru_add_drain(struct folio_batch *fbatch)
  * one free_unref_page_list() after the LRU work, so a CPU's drains under
  * zone->lock come in a run after its lru_lock holds; since v6.9
  * folios_put_refs() does both per folio_batch (99fbb6bfc16f, PAGEVEC_SIZE
- * 15; 31 since 9cecde80aae0; the spec's pagevec_size). The kernel counts
+ * 15; 31 since 9cecde80aae0). The spec's folios_put_release chooses the
+ * path, its pagevec_size the folio_batch (spec.c). The kernel counts
  * the 32 from each relock, the model from the gather's start: the same
  * while a gather's pages share a node. @caller is release_pages()'s lock
  * site, the name perf lock gives.
@@ -128,8 +129,8 @@ static void release_one_gather(struct page **pages, unsigned long nr,
 /*
  * Drop the last reference to @nr mapped pages, a gather at a time: up to
  * v6.8 munmap's mmu_gather handed release_pages() MAX_GATHER_BATCH (510)
- * pages, since v6.9 a folio_batch (release_gather of the generation, or
- * the spec's pagevec_size).
+ * pages, since v6.9 a folio_batch (release_gather: the spec's
+ * folios_put_release and pagevec_size, as spec.c resolves them).
  */
 void release_pages(struct page **pages, unsigned long nr)
 {

@@ -32,7 +32,8 @@ struct spec {
 	bool no_free_scaling;
 	bool no_alloc_scaling;
 	bool config_debug_list; /* the build's CONFIG_DEBUG_LIST */
-	int pagevec_size; /* 0: the generation's */
+	int pagevec_size; /* lru_batch; absent: the generation's */
+	bool folios_put_release; /* absent: the generation's */
 	unsigned long memory_mib;
 	unsigned long size_mib;
 	unsigned long min_free_kbytes; /* 0: computed */

@@ -111,6 +111,10 @@ void pcp_batch_scale_max_set(int value);
 bool refresh_cpu_vm_stats(bool do_pagesets);
 
 /* swap.c: the LRU and its per-CPU batches */
+/* release_pages() before v6.9: pages per lru_lock hold, bounding IRQs off */
+#define SWAP_CLUSTER_MAX 32
+/* munmap's mmu_gather batch: (PAGE_SIZE - its header) / sizeof(void *) */
+#define MAX_GATHER_BATCH 510
 struct folio_batch {
 	unsigned int nr;
 	struct page *pages[32]; /* PAGEVEC_SIZE up to FOLIO_BATCH_MAX */

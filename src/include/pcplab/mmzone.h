@@ -349,6 +349,8 @@ struct kernel_gen {
 	bool pcp_trylock; /* v6.0: pcp spinlock + trylock */
 	unsigned long batch_cap_bytes; /* zone_batchsize cap */
 	int lru_batch; /* pagevec / folio_batch size */
+	/* v6.9: release_pages() through folios_put_refs() (99fbb6bfc16f) */
+	bool folios_put_release;
 	int lru_release_batch; /* pages per lru_lock hold in release_pages */
 	int release_gather; /* pages freed at once after their LRU work */
 	enum relinquish relinquish; /* default policy */

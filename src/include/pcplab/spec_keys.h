@@ -177,14 +177,21 @@ struct spec_key {
 	    .type = KEY_INT, .lo = 1, .hi = FOLIO_BATCH_MAX,		\
 	    .flags = KEY_COMPUTED, .engines = ENGINES_MODEL,		\
 	    .knob = "PAGEVEC_SIZE",					\
-	    .def_text = "the generation's: 15 on 4.18 and 6.6 (their "	\
-			"release_pages relocks lru_lock every "		\
-			"SWAP_CLUSTER_MAX and frees the mmu_gather batch " \
-			"after it), 31 on 6.18 and 6.19",		\
+	    .def_text = "the generation's: 15 on 4.18 and 6.6, 31 on 6.18 " \
+			"and 6.19 (9cecde80aae0)",			\
 	    .help = "PAGEVEC_SIZE, the folio_batch: lru_add's batch and, " \
-		    "through folios_put_refs() (99fbb6bfc16f), the pages " \
-		    "release_pages puts per lru_lock hold and per "	\
-		    "free_unref_folios() call.")			\
+		    "with folios_put_release, the pages release_pages puts " \
+		    "per lru_lock hold and per free_unref_folios() call.") \
+	KEY(folios_put_release, FIELD(folios_put_release), NO_FIELD,	\
+	    .type = KEY_BOOL, .flags = KEY_COMPUTED,			\
+	    .engines = ENGINES_MODEL,					\
+	    .def_text = "the generation's: off on 4.18 and 6.6, on on " \
+			"6.18 and 6.19",				\
+	    .help = "release_pages() frees through folios_put_refs() in " \
+		    "folio_batch chunks (99fbb6bfc16f, v6.9); off: it "	\
+		    "relocks lru_lock every SWAP_CLUSTER_MAX (32) pages " \
+		    "and frees munmap's mmu_gather batch (MAX_GATHER_BATCH, " \
+		    "510) after its LRU work.")				\
 	KEY(memory_mib, FIELD(memory_mib), NO_FIELD,			\
 	    .type = KEY_INT, .lo = 16, .hi = SPEC_MAX_MEMORY_MIB,	\
 	    .flags = KEY_COMPUTED, .engines = ENGINES_MODEL,		\
