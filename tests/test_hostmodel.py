@@ -104,3 +104,21 @@ def test_the_calibrated_rows_are_in_sample_and_the_predicted_held_out():
     assert basis.of("hostmodel", rows, False).kind == basis.IN_SAMPLE
     rows = [("this host", "predicted page_fault1 x1 pages_per_s")]
     assert basis.of("hostmodel", rows, False).kind == basis.HELD_OUT
+
+
+@pytest.mark.parametrize(
+    ("event", "instrument"),
+    [("cpu-clock:pppH", "perf-profile-cpu-clock"), ("cycles:P", "perf-profile")],
+)
+def test_the_models_sample_as_the_kernels_profile_was_sampled(event, instrument):
+    """A kernel profiled by cpu-clock (no PMU) gets models profiled by cpu-clock."""
+    kernel = _result(1.0, {}, {})
+    kernel["perf_profile"]["event"] = event
+    chosen = hostmodel._instrument(kernel, EXP)
+    assert chosen == instrument
+    build = {"enabled": False, "source": "test"}
+    spec = hostmodel._model_spec({"workload": "page_fault1"}, EXP, build, chosen)
+    assert spec["instrument"] == instrument and spec["engine"] == "sim"
+    row = {"engine": "calibrated", "instrument": chosen}
+    said = hostmodel._instrument_note([row])
+    assert bool(said) == (instrument == "perf-profile-cpu-clock")
