@@ -137,13 +137,14 @@ def test_the_registry_finds_the_shipped_experiments() -> None:
         "lkp2024releasepages",
         "yafang2024",
         "hahn2025",
+        "lkp2025basefaults",
         "policies",
         "host",
         "hostmodel",
     ]
     assert experiments.names() == names
     assert experiments.fitted() == ["aaron2018", "ying2023", "yafang2024"]
-    assert experiments.published() == names[:13]
+    assert experiments.published() == names[:14]
     assert {"score", "throughput", "avg", "ratio"} <= set(experiments.kinds())
     assert experiments.get("host").needs_root
     assert "extra_machines" in experiments.get("aaron2018").options

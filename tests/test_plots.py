@@ -57,6 +57,8 @@ PUBLISHED = {
     "lkp2024releasepages_change": [("record_scores", 2), ("record_shares", 1)],
     # a mail's table (pcplab/record/): vanilla and the series, every task count
     "mel2022highorder_scaling": [("record_hmean", 1)],
+    # LKP's base kernels (pcplab/record/): each row the TOML gives a model figure
+    "lkp2025basefaults_base": [("record_base_figures", 1)],
 }
 
 
@@ -82,6 +84,9 @@ ROWS: dict[str, Callable[[dict[str, Any]], Rows]] = {
         for r in data.record_rows(spec["record"])
         if r["metric"] == "Hmean"
         and r["kernel_column"] in (spec["kernel_column"], spec["series_column"])
+    ],
+    "record_base_figures": lambda spec: [
+        r for r in data.record_rows(spec["record"]) if r["metric"] in spec["figures"]
     ],
 }
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from pcplab import data, experiments, recordlist
-from pcplab.experiments import _common, mel2022highorder
+import csv
+import re
+
+from pcplab import data, experiments, machines, recordlist
+from pcplab.experiments import _common, lkp2025basefaults, mel2022highorder
 
 LKP = (
     "lkp2023allocscale",
@@ -12,6 +15,7 @@ LKP = (
     "lkp2024releasepages",
 )
 MAIL = "mel2022highorder"
+BASES = "lkp2025basefaults"
 
 
 def test_every_record_row_is_modelled_or_listed():
@@ -28,6 +32,8 @@ def test_every_record_row_is_modelled_or_listed():
         scored += sum(r["test"] == exp["test"] for r in rows)
     # a mail's table: every row shown beside the model (the vanilla scored)
     scored += len(data.record_rows(experiments.load_experiment(MAIL)["record"]))
+    # the base kernels: every row shown beside the model (its figures scored)
+    scored += len(data.record_rows(experiments.load_experiment(BASES)["record"]))
     listed = sum(row[3] for row in recordlist.unmodelled())
     assert scored + listed == total
 
@@ -146,3 +152,102 @@ def test_a_chain_a_commit_renamed_is_scored_on_the_side_that_ran_it():
     assert sorted(name for _, name, _ in scored) == sorted(
         ["release_lru@lru_free.base", "release_lru@lru_free.new"] * 2
     )
+
+
+def _record_machines() -> dict[str, dict[str, str]]:
+    """Return record/machines.csv's rows by machine."""
+    with open(data.RECORD / "machines.csv", newline="") as f:
+        return {r["machine"]: r for r in csv.DictReader(f)}
+
+
+def test_base_rows_cite_their_report_and_take_their_machines_split():
+    """Each base row names a Message-ID, a base commit the TOML runs, a split.
+
+    A machine's rows are all on the side record/machines.csv gives it, and
+    its profile names the CPU model machines.csv quotes.
+    """
+    exp = experiments.load_experiment(BASES)
+    rows = data.record_rows(exp["record"])
+    assert len(rows) == 113
+    known = _record_machines()
+    for r in rows:
+        assert re.fullmatch(r"\S+@\S+", r["source"]), r["source"]
+        assert re.fullmatch(r"[0-9a-f]{12}", r["commit_base"]), r["commit_base"]
+        assert exp["base"][r["commit_base"]]["kernel"] in ("6.6", "6.18")
+        assert r["confidence"] == "quoted" and r["where"]
+        float(r["value"])  # as printed, a number
+        machine = known[r["lkp_host"]]
+        assert r["split"] == machine["split"], r["lkp_host"]
+        assert r["source"] in machine["citation"], r["lkp_host"]
+        profile = machines.profile_paths()[exp["machines"][r["lkp_host"]]]
+        cpu = machines.read_toml(profile)["cpu_model"]
+        assert cpu == machine["cpu_model"], r["lkp_host"]
+    # the split the README chose: new micro-architectures held out
+    splits = {r["lkp_host"]: r["split"] for r in rows}
+    assert splits == {
+        "lkp-gnr-2sp3": "heldout",
+        "igk-spr-2sp2": "fit",
+        "lkp-icl-2sp7": "heldout",
+        "lkp-csl-2sp7": "fit",
+        "lkp-icl-2sp5": "heldout",
+    }
+
+
+def _fake_result(tasks: int) -> dict:
+    """Return a sim result whose figures the test can tell apart."""
+    return {
+        "engine": "sim",
+        "spec": {"workload": "page_fault3", "tasks": tasks, "kernel": "6.6"},
+        "throughput": {"ops_per_task_per_s": 1000.0},
+        "perf_profile": {
+            "self": {"user": 7.0, "native_queued_spin_lock_slowpath": 3.0},
+            "children": {"handle_mm_fault": 60.0},
+        },
+        "tasks": tasks,
+        "duration_s": 1.0,
+        "locks": {"zone_lock": {"callers": []}, "lru_lock": {"callers": []}},
+        "latency_ns": {
+            f: {"count": 0, "avg": 0.0} for f in ("rmqueue_bulk", "free_pcppages_bulk")
+        },
+    }
+
+
+def test_base_shares_are_scored_only_at_one_task_per_cpu():
+    """LKP samples every CPU: a 16-task run's shares are shown, not scored.
+
+    The per-task score is scored on every machine; a row the TOML maps to
+    no model figure has none.
+    """
+    exp = experiments.load_experiment(BASES)
+    rows = data.record_rows(exp["record"])
+    out = {}
+    for r in rows:
+        res = _fake_result(int(r["tasks"]))
+        out[(r["lkp_host"], r["metric"])] = lkp2025basefaults._row(exp, r, res)
+    score = "will-it-scale.per_thread_ops"
+    handle = "perf-profile.children.cycles-pp.handle_mm_fault"
+    user = "perf-profile.self.cycles-pp.testcase"
+    for host in ("lkp-csl-2sp7", "lkp-icl-2sp5"):  # 16 threads
+        assert out[(host, score)]["scored"]
+        assert out[(host, handle)]["model"] == 60.0
+        assert not out[(host, handle)]["scored"]
+    spr = "igk-spr-2sp2"  # 192 threads on 192 CPUs
+    assert out[(spr, handle)]["scored"] and out[(spr, user)]["model"] == 7.0
+    iret = out[(spr, "perf-profile.self.cycles-pp.native_irq_return_iret")]
+    assert iret["model"] is None and not iret["scored"]
+    found = lkp2025basefaults.residuals(list(out.values()))
+    kinds = {(m, w.split("@")[0]) for m, w, _ in found}
+    assert ("lkp-csl-2sp7", "basefaults_share") not in kinds
+    assert ("lkp-csl-2sp7", "basefaults_score") in kinds
+    assert (spr, "basefaults_share") in kinds
+
+
+def test_a_leaf_children_share_is_its_self_share_and_chains_are_lock_waits():
+    """children.F reads the children table, falling back to F's self share."""
+    res = _fake_result(4)
+    fig = lkp2025basefaults.model_figure
+    assert fig(res, "children.handle_mm_fault") == 60.0
+    assert fig(res, "children.native_queued_spin_lock_slowpath") == 3.0
+    assert fig(res, "self.handle_mm_fault") == 0.0  # nothing charged there
+    assert fig(res, "score") == 1000.0
+    assert fig(res, "lru_fault") == 0.0  # no lru_lock wait in the result
