@@ -140,9 +140,14 @@ def test_hostmodel_models_this_kernel_as_it_was_built(monkeypatch):
     build = hostmodel._build()
     exp = hostmodel.load_experiment("hostmodel")
     case = {"workload": "page_fault1", "tasks": 1}
-    assert hostmodel._model_spec(case, exp, build)["config_debug_list"] is True
+    assert (
+        hostmodel._model_spec(case, exp, build, "perf-profile")["config_debug_list"]
+        is True
+    )
     off = {"enabled": None, "source": "none"}
-    assert "config_debug_list" not in hostmodel._model_spec(case, exp, off)
+    assert "config_debug_list" not in hostmodel._model_spec(
+        case, exp, off, "perf-profile"
+    )
     row = {"workload": "page_fault1", "tasks": 1, "engine": "predicted"}
     text = hostmodel.text(
         [{**row, "pages_per_s": 1.0, "build": build}],
