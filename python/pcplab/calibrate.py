@@ -226,9 +226,9 @@ def measure() -> dict[str, Any]:
         "hardware": hardware,
         "costs": costs,
     }
-    _drop_refused(profile, sources)
+    derived = _drop_refused(profile, sources)
     if kernel is not None:
-        profile["costs"].update(_kernel_costs(profile, kernel))
+        profile["costs"].update(_kernel_costs(derived, kernel))
         sources.append("host engine page_fault1 (the kernel's own faults)")
     profile["source"] = "pcplab calibrate: " + "; ".join(sources)
     return profile
@@ -246,17 +246,14 @@ FAULT_TERMS = (
 UNMAP_TERMS = ("pcp_free_ns", "buddy_free_page_ns", "lru_del_page_ns")
 
 
-def _kernel_costs(profile: dict[str, Any], kernel: dict[str, float]) -> dict:
+def _kernel_costs(derived: dict[str, float], kernel: dict[str, float]) -> dict:
     """Return fault_base_ns and unmap_page_ns: the kernel's, less the model's terms.
 
     The kernel's fault (and the rest of its page) holds what the model
     charges apart: the trap, the clear, the pcp lists, the buddy's page and
     the LRU's. Each as the engine resolves it for the page_fault1 run that
-    timed the kernel, so the buddy's cold struct pages are those of that run.
+    timed the kernel (DERIVED), so the buddy's cold struct pages are that run's.
     """
-    spec = {"engine": "sim", "workload": "page_fault1", "tasks": 1}
-    machine = machines.profile_of(profile, "host")
-    derived = engine.resolve({**spec, "machine": machine})["machine_detail"]["costs"]
     base = kernel["fault_ns"] - sum(derived[k] for k in FAULT_TERMS)
     rest = kernel["page_ns"] - kernel["fault_ns"] - sum(derived[k] for k in UNMAP_TERMS)
     return {
@@ -269,18 +266,21 @@ def _kernel_costs(profile: dict[str, Any], kernel: dict[str, float]) -> dict:
 REFUSED = re.compile(r"'(\w+)' = (\S+) is out of range")
 
 
-def _drop_refused(profile: dict[str, Any], sources: list[str]) -> None:
-    """Drop each measured fact the engine refuses; the uarch table's stands in.
+def _drop_refused(profile: dict[str, Any], sources: list[str]) -> dict[str, float]:
+    """Drop each measured fact the engine refuses; return the costs it derives.
 
     A noisy host can measure nonsense (an "LLC hit" of 400 ns on a guest
     whose neighbours share the cache); the engine's ranges are the one
-    judge, and SOURCES says which measurement was replaced.
+    judge (the uarch table's fact stands in), and SOURCES says which
+    measurement was replaced. The costs are those of the run _kernel_fault
+    times: page_fault1, one task.
     """
     spec = {"engine": "sim", "workload": "page_fault1", "tasks": 1}
     while True:
         try:
-            engine.resolve({**spec, "machine": machines.profile_of(profile, "host")})
-            return
+            machine = machines.profile_of(profile, "host")
+            resolved = engine.resolve({**spec, "machine": machine})
+            return resolved["machine_detail"]["costs"]
         except BadInput as exc:
             refused = REFUSED.search(str(exc))
             if not refused or refused[1] not in profile["hardware"]:
