@@ -195,7 +195,7 @@ CASES: list[tuple[str, str, tuple[str, ...], str]] = [
         "fit",
         "--leave-out",
         ("fit", "--leave-out", "nosuch", "--cross-validate", "1"),
-        "nosuch: not a reference machine",
+        "--leave-out nosuch: no such fold",
     ),
     ("fit", "--out", ("fit", "--out", "/proc/fit"), "--out /proc/fit"),
     ("fit", "--out", ("fit", "--out", "/dev/full"), "not a directory"),

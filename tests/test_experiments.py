@@ -372,6 +372,25 @@ def test_the_summary_names_each_left_out_figures_fold_start() -> None:
     assert ("its figures are not predictions" in summary) == (start == "full fit")
 
 
+def test_the_summary_gives_each_machine_its_threads_fold(monkeypatch) -> None:
+    """Left out with its thread: the thread fold's figure, verdict and start."""
+    monkeypatch.setattr(basis, "thread_fold_starts", lambda: {"aaron2018": "middle"})
+    rows = [{"machine": "Haswell-EP", "batch": 31, "score": 1.0e7}]
+    rows[0].update(score_published=1.05e7, zone_contention=None, lru_contention=None)
+    rows[0].update(zone_published=None, lru_published=None)
+    far = [{**rows[0], "score": 1.5e7}]
+    summary = fidelity_doc.render_summary(
+        {"aaron2018": rows}, {"aaron2018": rows}, thread=({"aaron2018": far}, {})
+    )
+    assert "| +42.9% at 31, out (from middle) |" in summary
+    assert (
+        "left out with their whole thread 0 of 1 (folds started from middle: 0 of 1)"
+        in summary
+    )
+    without = fidelity_doc.render_summary({"aaron2018": rows}, {"aaron2018": rows})
+    assert "whole thread" not in without
+
+
 def test_ying2023zones_holds_the_model_to_the_mails_contention() -> None:
     """One run at v6.3's defaults; its zone->lock beside the held-out 13.01%."""
     from pcplab.experiments._common import heldout_rows

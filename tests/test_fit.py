@@ -114,24 +114,6 @@ def test_each_start_choice_names_its_points():
     assert list(option.type.choices) == list(fit.STARTS)
 
 
-def test_leave_out_fits_only_the_named_folds(monkeypatch):
-    """--leave-out runs that machine's fold alone, on every other machine."""
-    calls = []
-
-    def record(space, start, only, workers, max_nfev, log):
-        calls.append((dict(start), list(only)))
-        return fit.FitResult(dict(start), 0.0, [], 1, list(only))
-
-    monkeypatch.setattr(fit, "fit", record)
-    space = fit.Space.from_file(["smt_factor"])
-    starts = {"middle": space.middle()}
-    folds = fit.cross_validate(space, starts, 1, 1, leave_out=["Haswell-EP"])
-    everyone = list(fidelity.reference_machines())
-    assert list(folds) == ["Haswell-EP"]
-    assert folds["Haswell-EP"].start == "middle"
-    assert calls == [(space.middle(), [m for m in everyone if m != "Haswell-EP"])]
-
-
 def test_a_search_from_two_starts_keeps_the_lower_cost(monkeypatch):
     """--start both: each search runs from each start, the lower cost wins."""
     found = {1.2: 5.0, 1.6: 3.0}  # smt_factor at the start -> cost there
@@ -164,7 +146,7 @@ def test_folds_written_by_a_fit_are_read_back(tmp_path):
     }
     doc = tomllib.loads(path.read_text())
     assert doc["start"] == {"Haswell-EP": "middle", "Skylake-EX": "full fit"}
-    assert doc["fold"]["Skylake-EX"].endswith("7 trials (day 2)")
+    assert doc["fold"]["Skylake-EX"].endswith("7 points run (day 2)")
     fit.write_crossval(path, {"Skylake-EX": other}, "day 3")
     assert set(fit.crossval_constants(path)) == {"Skylake-EX"}
     path.write_text('[left_out.Haswell-EP]\nsmt_factor = "fast"\n')

@@ -184,5 +184,7 @@ def test_rows_of_several_seeds_merge_into_means_and_spreads():
     assert row["score_std"] == pytest.approx(math.sqrt(8))
     assert row["hist"] == [[0, 1, 3.0]]
     assert row["seeds"] == 2 and row["machine"] == "m"
-    with pytest.raises(ValueError):
-        combine_rows([[{"a": 1}], []])
+    with pytest.raises(
+        ValueError, match=r"runs of yafang2024 gave different rows \(1, 0 rows\)"
+    ):
+        combine_rows([[{"a": 1}], []], "yafang2024")

@@ -51,6 +51,29 @@ def fold_starts() -> dict[str, str]:
     }
 
 
+@cache
+def thread_fold_starts() -> dict[str, str]:
+    """Return, per fitted thread with a fold on file, where its search started.
+
+    A thread of one machine shares that machine's fold (pcplab.folds).
+    """
+    if not machines.CROSSVAL.is_file():
+        return {}
+    doc = machines.read_toml(machines.CROSSVAL)
+    starts = doc.get("start", {})
+    out = {
+        t: str(starts.get(f"thread {t}", "an unrecorded start"))
+        for t in doc.get("left_out_thread", {})
+    }
+    owner: dict[str, list[str]] = {}
+    for name in experiments.fitted():
+        owner[name] = sorted(_fit_table(name)[0])
+    for thread, mine in owner.items():
+        if len(mine) == 1 and mine[0] in fold_starts():
+            out.setdefault(thread, fold_starts()[mine[0]])
+    return out
+
+
 def _fit_table(name: str) -> tuple[set[str], set[str] | None]:
     """Return the reference machines experiment NAME's fit reads and its row labels.
 

@@ -85,6 +85,26 @@ def left_out(
     return out
 
 
+def by_thread(
+    machine_folds: dict[str, dict[str, float]],
+    thread_folds: dict[str, dict[str, float]],
+) -> dict[str, dict[str, float]]:
+    """Map every reference machine to the constants of its thread's fold.
+
+    A thread of one machine has no fold of its own (pcplab.folds): its
+    machine's fold is it.
+    """
+    owner = reference_machines()
+    out = {}
+    for machine, thread in owner.items():
+        alone = list(owner.values()).count(thread) == 1
+        if thread in thread_folds:
+            out[machine] = thread_folds[thread]
+        elif alone and machine in machine_folds:
+            out[machine] = machine_folds[machine]
+    return out
+
+
 def over_seeds(
     run: Callable[[], dict[str, Rows]], seeds: int
 ) -> tuple[dict[str, Rows], Spread]:
@@ -96,7 +116,7 @@ def over_seeds(
     runs = run_seeds(run, seeds)
     if len(runs) == 1:
         return runs[0], {}
-    merged = {name: combine_rows([r[name] for r in runs]) for name in runs[0]}
+    merged = {name: combine_rows([r[name] for r in runs], name) for name in runs[0]}
     values: dict[tuple[str, str], list[float]] = {}
     for results in runs:
         for machine, what, r in experiments.residuals(results):

@@ -12,6 +12,7 @@ with their one figure.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pcplab import basis, experiments, recordlist
@@ -68,30 +69,59 @@ def _held_out_basis(owner: str | None, worst: Residual) -> str:
     return f"none: held out, {note}" if note else "none: held out"
 
 
-def _tally(hits: dict[str, int], totals: dict[str, int], starts: dict) -> str:
+def _tally(
+    hits: dict[str, int], totals: dict[str, int], starts: dict, by_thread: dict
+) -> str:
     """Say how many figures of each basis are within tolerance, and what each is."""
-    by_start = "; ".join(
-        f"from {start}: {h} of {n}" for start, (h, n) in sorted(starts.items())
-    )
+
+    def by(starts: dict) -> str:
+        return "; ".join(
+            f"from {start}: {h} of {n}" for start, (h, n) in sorted(starts.items())
+        )
+
     caveat = (
         " A fold started from the full fit has read the rows it leaves out "
         "through its start: its figures are not predictions."
-        if "full fit" in starts
+        if "full fit" in starts or "full fit" in by_thread
+        else ""
+    )
+    thread = (
+        f"; left out with their whole thread {hits['thread']} of "
+        f"{totals['thread']} (folds started {by(by_thread)})"
+        if totals["thread"]
         else ""
     )
     return (
         f"Within tolerance: {hits['in']} of {totals['in']} reference rows "
         f"in-sample; left out {hits['out']} of {totals['out']} (folds started "
-        f"{by_start or 'nowhere: no fold on file'}); held out {hits['held']} of "
-        f"{totals['held']} figures, {hits['seen']} of {totals['seen']} of them "
-        f"on a fitted machine's profile.{caveat}"
+        f"{by(starts) or 'nowhere: no fold on file'}){thread}; held out "
+        f"{hits['held']} of {totals['held']} figures, {hits['seen']} of "
+        f"{totals['seen']} of them on a fitted machine's profile.{caveat}"
     )
+
+
+def _count(
+    hits: dict[str, int], totals: dict[str, int], by_start: dict, key: str, start: str
+) -> Callable[[Kind, Residual | None], None]:
+    """Return a counter of KEY's figures, within tolerance or not, under START."""
+
+    def count(k: Kind, r: Residual | None) -> None:
+        if r is None:
+            return
+        hit = k.within(r[2], published_of(r))
+        hits[key] += hit
+        totals[key] += 1
+        h, n = by_start.get(start, (0, 0))
+        by_start[start] = (h + hit, n + 1)
+
+    return count
 
 
 def render_summary(
     results: Rows,
     cv: Rows | None,
     spread: tuple[Spread, Spread] = ({}, {}),
+    thread: tuple[Rows, Spread] | None = None,
 ) -> str:
     """Return each machine's worst row per figure, in-sample, left out, held out.
 
@@ -99,29 +129,33 @@ def render_summary(
     held-out one whether it ran on a fitted machine's profile (pcplab.basis).
     SPREAD: the range of every figure's error over the seeds, in-sample and
     left out, where the rows are means over several (pcplab.fidelity).
+    THREAD: the rows run with each thread's fold, and their spread.
     """
     kinds = experiments.kinds()
     seeds_in, seeds_out = spread
+    by_thread, seeds_thread = thread or ({}, {})
     inside = worst_by_machine(experiments.residuals(results), kinds)
     outside = worst_by_machine(experiments.residuals(cv or {}), kinds)
+    threads = worst_by_machine(experiments.residuals(by_thread), kinds)
     fitted, owners = reference_machines(), _owners(results)
     rows = []
-    hits = dict.fromkeys(("in", "out", "held", "seen"), 0)
+    hits = dict.fromkeys(("in", "out", "thread", "held", "seen"), 0)
     totals = dict.fromkeys(hits, 0)
     starts: dict[str, tuple[int, int]] = {}
+    thread_starts: dict[str, tuple[int, int]] = {}
     for machine in fitted:
         start = basis.fold_starts().get(machine, "no fold")
+        t_start = basis.thread_fold_starts().get(fitted[machine], "no fold")
+        count_out = _count(hits, totals, starts, "out", start)
+        count_thread = _count(hits, totals, thread_starts, "thread", t_start)
         for kind, worst in inside.get(machine, {}).items():
             k = kinds[kind]
             o = outside.get(machine, {}).get(kind)
+            t = threads.get(machine, {}).get(kind)
             hits["in"] += k.within(worst[2], published_of(worst))
             totals["in"] += 1
-            if o is not None:
-                hit = k.within(o[2], published_of(o))
-                hits["out"] += hit
-                totals["out"] += 1
-                h, n = starts.get(start, (0, 0))
-                starts[start] = (h + hit, n + 1)
+            count_out(k, o)
+            count_thread(k, t)
             rows.append(
                 [
                     machine,
@@ -130,6 +164,11 @@ def render_summary(
                     "-" if o is None else _at(k, o, seeds_out.get((machine, o[1]))),
                     "-" if o is None else start,
                     "-" if o is None else _within(k, o),
+                    "-"
+                    if t is None
+                    else f"{_at(k, t, seeds_thread.get((machine, t[1])))}, "
+                    f"{'within' if k.within(t[2], published_of(t)) else 'out'} "
+                    f"(from {t_start})",
                 ]
             )
     # held-out figures (a thread's own machine names): no fit reads them, so
@@ -155,6 +194,7 @@ def render_summary(
                     _at(k, worst, seeds_in.get((machine, worst[1]))),
                     rests_on,
                     _within(k, worst),
+                    "-",
                 ]
             )
     header = [
@@ -164,8 +204,10 @@ def render_summary(
         "left out worst",
         "fold's start",
         "within",
+        "left out with its thread",
     ]
-    return "\n".join([*md_table(header, rows), "", _tally(hits, totals, starts)])
+    tally = _tally(hits, totals, starts, thread_starts)
+    return "\n".join([*md_table(header, rows), "", tally])
 
 
 SUMMARY_HEADING = "## Summary: each machine's worst row, in-sample and left out"
@@ -176,6 +218,7 @@ def render_document(
     cv: Rows | None,
     spread: tuple[Spread, Spread] = ({}, {}),
     seeds: int = 1,
+    thread: tuple[Rows, Spread] | None = None,
 ) -> str:
     """Return the summary, then every table (what `pcplab fidelity` prints).
 
@@ -200,14 +243,17 @@ def render_document(
         "where that fold's search began, and a fold started from the full fit "
         "has read the rows it leaves out through its start, so its figure is "
         "not a prediction. `within`: the left-out worst row is inside the "
-        "tolerance. Below the reference machines, the held-out figures "
+        "tolerance. `left out with its thread`: the same machine run with the "
+        "constants of the fold fitted without every row of its thread (its "
+        "mail: every machine of it left out at once), and where that fold "
+        "started. Below the reference machines, the held-out figures "
         "(pcplab/heldout/, under their threads' machine names), which no fit "
         "reads: their figure from constants.toml is a prediction, `fold's "
         "start` says whether it ran on a profile some fitted machine has." + over,
         "",
     ]
     if results.keys() & set(experiments.fitted()):
-        head += [render_summary(results, cv, spread), ""]
+        head += [render_summary(results, cv, spread, thread), ""]
     tail = "\n".join(recordlist.section())
     return "\n".join(head) + "\n" + render_markdown(results, cv) + "\n" + tail
 

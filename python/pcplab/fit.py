@@ -325,73 +325,69 @@ def write_constants(path: Path, fitted: dict[str, float], note: str) -> None:
 
 
 CROSSVAL = machines.CROSSVAL
-
-
-def cross_validate(
-    space: Space,
-    starts: dict[str, dict[str, float]],
-    workers: int,
-    max_nfev: int,
-    log: Callable[[str], None] = lambda _: None,
-    leave_out: Sequence[str] = (),
-    samples: int = 0,
-) -> dict[str, FitResult]:
-    """Fit once per reference machine (or per LEAVE_OUT), leaving its rows out.
-
-    Each fold searches from every one of STARTS and keeps the lowest cost
-    on the rows it fits.
-    """
-    everyone = list(fidelity.reference_machines())
-    out = {}
-    for left_out in leave_out or everyone:
-        log(f"leaving out {left_out}")
-        rest = [m for m in everyone if m != left_out]
-        out[left_out] = best_of(space, starts, rest, workers, max_nfev, log, samples)
-    return out
+THREAD = "thread "  # a thread fold's label: "thread aaron2018" (pcplab.folds)
 
 
 def write_crossval(
     path: Path, folds: dict[str, FitResult], day: str, keep_others: bool = False
 ) -> None:
-    """Write each left-out machine's constants (fitted without it) to PATH.
+    """Write each fold's constants (fitted without its rows) to PATH.
 
-    With KEEP_OTHERS the folds PATH already holds for other machines stay,
-    so that folds run one at a time (`--leave-out`) add up to one file.
+    A machine's fold goes to [left_out.MACHINE], a thread's (labelled
+    "thread NAME", pcplab.folds) to [left_out_thread.NAME]. With
+    KEEP_OTHERS the folds PATH already holds under other labels stay, so
+    that folds run one at a time (`--leave-out`) add up to one file.
     """
-    tables = ("left_out", "start", "fold")
+    tables = ("left_out", "left_out_thread", "start", "fold")
     doc: dict[str, dict[str, Any]] = {t: {} for t in tables}
     if keep_others and path.is_file():
         old = machines.read_toml(path, "--out", "give a directory of a fit")
         for t in tables:
             kept = old.get(t, {})
-            doc[t] = {m: v for m, v in kept.items() if m not in folds}
+            doc[t] = {
+                m: v
+                for m, v in kept.items()
+                if m not in folds and THREAD + m not in folds
+            }
     for m, r in folds.items():
-        doc["left_out"][m] = r.constants
+        if m.startswith(THREAD):
+            doc["left_out_thread"][m.removeprefix(THREAD)] = r.constants
+        else:
+            doc["left_out"][m] = r.constants
         if r.start:
             doc["start"][m] = r.start
         doc["fold"][m] = (
-            f"cost {r.cost:.1f} on the other machines' rows, "
-            f"{r.evaluations} trials ({day})"
+            f"cost {r.cost:.1f} on the rows it fits, {r.evaluations} points run ({day})"
         )
     tmp = path.with_suffix(".tmp")
     tmp.write_text(
-        "# Leave-one-machine-out fits (`pcplab fit --cross-validate`): each\n"
-        "# reference machine's constants fitted on the other machines only.\n"
-        "# `pcplab fidelity` predicts each machine with its own fold; [start]\n"
-        "# names where each fold's search began, [fold] what it reached.\n"
+        "# Cross-validation folds (`pcplab fit --cross-validate`): each\n"
+        "# reference machine's constants fitted on the other machines only\n"
+        "# ([left_out]), and each thread's fitted without every row of its\n"
+        "# mail ([left_out_thread]). `pcplab fidelity` predicts each machine\n"
+        "# with its folds; [start] names where each fold's search began,\n"
+        "# [fold] what it reached.\n"
         + tomli_w.dumps({t: v for t, v in doc.items() if v})
     )
     tmp.replace(path)
 
 
-def crossval_constants(path: Path | None = None) -> dict[str, dict[str, float]]:
-    """Return each left-out machine's constants: PATH's, else the package's."""
+def crossval_constants(
+    path: Path | None = None, table: str = "left_out"
+) -> dict[str, dict[str, float]]:
+    """Return each left-out machine's constants: PATH's, else the package's.
+
+    TABLE "left_out_thread": each thread's fold, by experiment, instead.
+    """
     if path is None:
         if not CROSSVAL.is_file():
             return {}
-        return machines.read_toml(CROSSVAL).get("left_out", {})
+        return machines.read_toml(CROSSVAL).get(table, {})
     usage = "give a crossval.toml that `pcplab fit --cross-validate` wrote"
-    folds = machines.read_toml(path, "--folds", usage).get("left_out")
+    doc = machines.read_toml(path, "--folds", usage)
+    if table != "left_out" and table not in doc:
+        return {}
+    folds = doc.get(table)
     known = set(machines.constants())
     if not isinstance(folds, dict) or not all(
         isinstance(c, dict)
@@ -403,5 +399,6 @@ def crossval_constants(path: Path | None = None) -> dict[str, dict[str, float]]:
             f"--folds {path}: no [left_out.MACHINE] tables of positive constants; "
             f"{usage}"
         )
-    fidelity.check_machines(folds, f"--folds {path} names")
+    if table == "left_out":
+        fidelity.check_machines(folds, f"--folds {path} names")
     return folds

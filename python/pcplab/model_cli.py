@@ -79,7 +79,9 @@ def fidelity_command(
     check_output_file(json_out, "--output")
     if folds_file and not left_out:
         raise BadInput("--folds gives left-out constants; drop --no-left-out")
-    fold_constants = fit.crossval_constants(Path(folds_file) if folds_file else None)
+    folds_path = Path(folds_file) if folds_file else None
+    fold_constants = fit.crossval_constants(folds_path)
+    thread_constants = fit.crossval_constants(folds_path, "left_out_thread")
     chosen = {n: r for n, r in runners.items() if not names or n in names}
     results, seeds_in = fidelity.over_seeds(
         lambda: {name: run_one(quick, jobs) for name, run_one in chosen.items()},
@@ -92,8 +94,18 @@ def fidelity_command(
     cv, seeds_out = fidelity.over_seeds(
         lambda: fidelity.left_out(folds, quick, jobs), seeds
     )
-    text = fidelity_doc.render_document(results, cv, (seeds_in, seeds_out), seeds)
-    doc = {"in_sample": results, "left_out": cv}
+    threads = {
+        m: c
+        for m, c in fidelity.by_thread(fold_constants, thread_constants).items()
+        if left_out and owner.get(m) in results
+    }
+    by_thread = fidelity.over_seeds(
+        lambda: fidelity.left_out(threads, quick, jobs), seeds
+    )
+    text = fidelity_doc.render_document(
+        results, cv, (seeds_in, seeds_out), seeds, by_thread
+    )
+    doc = {"in_sample": results, "left_out": cv, "left_out_thread": by_thread[0]}
     click.echo(json.dumps(doc, indent=1) if as_json else text)
     if out:
         path = Path(out)
@@ -136,7 +148,8 @@ def _average_seeds(ctx: click.Context, _param: click.Parameter, value: int) -> N
     default=0,
     show_default=True,
     metavar="N",
-    help="Also leave each machine out and refit without it, N trials each.",
+    help="Also refit without each machine's rows, and without each thread's "
+    "(every row of one mail), N steps each (pcplab.folds).",
 )
 @click.option(
     "--jacobian",
@@ -169,8 +182,8 @@ def _average_seeds(ctx: click.Context, _param: click.Parameter, value: int) -> N
     "--leave-out",
     metavar="MACHINE",
     multiple=True,
-    help="With --cross-validate: only this machine's fold (repeatable); "
-    "folds already in DIR/crossval.toml for other machines stay.",
+    help="With --cross-validate: only this machine's or thread's fold "
+    "(repeatable); folds already in DIR/crossval.toml for others stay.",
 )
 @seeds_option(
     1,
@@ -211,14 +224,14 @@ def fit_command(
     (docs/fidelity.md). Copy the written constants.toml and crossval.toml
     into python/pcplab/machines/ to make them the model's.
     """
-    from pcplab import fidelity, fit
+    from pcplab import fidelity, fit, folds
 
     runs.check_scheduler(scheduler)
     if leave_out and not folds_nfev:
         raise BadInput("--leave-out names a fold to refit; give --cross-validate N too")
     if start == "sample" and not samples:
         raise BadInput("--start sample searches from the best of --samples N; give N")
-    fidelity.check_machines(leave_out, "--leave-out")
+    folds.every_fold(leave_out)  # refuses an unknown fold before any run
     everyone = list(fidelity.reference_machines())
     space = fit.Space.from_file(names.split(",") if names else None)
     directory = check_output_dir(out, "--out")
@@ -251,7 +264,7 @@ def fit_command(
         if folds_nfev:
             # a fold from the full fit starts where its left-out machine led;
             # one from the middle does not
-            folds = fit.cross_validate(
+            found = folds.cross_validate(
                 space,
                 fit.start_points(space, start, "full fit", result.constants),
                 jobs,
@@ -262,9 +275,9 @@ def fit_command(
             )
             # folds run one at a time add up in one crossval.toml
             fit.write_crossval(
-                directory / "crossval.toml", folds, day, keep_others=bool(leave_out)
+                directory / "crossval.toml", found, day, keep_others=bool(leave_out)
             )
-            report["folds"] = {m: asdict(r) for m, r in folds.items()}
+            report["folds"] = {m: asdict(r) for m, r in found.items()}
         (directory / "fit.json").write_text(json.dumps(report, indent=1) + "\n")
         if jacobian:
             _write_jacobian(space, result.constants, everyone, jobs, directory)

@@ -103,8 +103,10 @@ def _mean_hist(hists: list[Any]) -> Any:
     return [[lo, hi, total / len(hists)] for (lo, hi), total in sorted(sums.items())]
 
 
-def combine_rows(runs: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
-    """Merge the rows of one experiment run with several seeds, row by row.
+def combine_rows(
+    runs: list[list[dict[str, Any]]], what: str = "an experiment"
+) -> list[dict[str, Any]]:
+    """Merge the rows of one experiment (WHAT) run with several seeds, row by row.
 
     A number the seeds disagree on becomes its mean, and `<field>_std` its
     standard deviation (one they agree on stays as it is); a log2 histogram
@@ -114,7 +116,11 @@ def combine_rows(runs: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
     import statistics
 
     if len({len(rows) for rows in runs}) > 1:
-        raise ValueError("the seeds' runs gave different rows; cannot merge them")
+        counts = ", ".join(str(len(rows)) for rows in runs)
+        raise ValueError(
+            f"the seeds' runs of {what} gave different rows ({counts} rows); "
+            "cannot merge them (a host row another pcplab held the host for?)"
+        )
     out = []
     for rows in zip(*runs, strict=True):
         merged: dict[str, Any] = {}

@@ -101,7 +101,7 @@ def run_experiments(
         runs = run_seeds(
             partial(experiment.run, quick, jobs, scheduler=scheduler, **mine), seeds
         )
-        results[name] = runs[0] if len(runs) == 1 else combine_rows(runs)
+        results[name] = runs[0] if len(runs) == 1 else combine_rows(runs, name)
         for machine, reasons in fitted.flag_rows(name, results[name]).items():
             fitted.warn_outside(f"{name} on {machine}", reasons)
     return results, notes
@@ -131,7 +131,7 @@ def left_out_rows(
     runs = run_seeds(partial(fidelity.left_out, folds, quick, jobs), seeds)
     if len(runs) == 1:
         return runs[0]
-    return {name: combine_rows([r[name] for r in runs]) for name in runs[0]}
+    return {name: combine_rows([r[name] for r in runs], name) for name in runs[0]}
 
 
 def outside_lines(rows: list[dict[str, Any]]) -> list[str]:

@@ -1,0 +1,228 @@
+"""Cross-validation folds that share their runs: one per machine, one per thread.
+
+A fold refits the [fit] constants without the rows of some reference
+machines: one machine (leave-one-machine-out) or every machine of one
+thread, i.e. every row of one mail (leave-one-thread-out). A fold only
+predicts what it left out if its search never saw those rows, so each
+fold picks its start by the cost on its own rows alone, from points no
+published figure set (the middle of the bounds, scrambled Sobol points)
+or, when asked, the full fit (which has seen them; the fold says so).
+
+A full cross-validation from nothing must fit one machine's day, so the
+folds share their work:
+- every run is kept by (point, machine): folds that start from the same
+  point read one run of each machine there, whichever fold ran it first;
+- each fold's Jacobian is measured once, by forward differences at its
+  start (again shared by every fold that starts there), and then moved
+  by Broyden's rank-one rule at every point the search accepts, so a
+  step costs one run of the fold's rows instead of one per constant.
+The search itself is scipy's least_squares (trust-region reflective,
+bounded) on the same [1, 2] log scale as pcplab.fit, and it stops when a
+step lowers the cost by less than FTOL of itself or after max_nfev
+steps; the fold keeps the lowest-cost point it ran.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import least_squares
+
+from pcplab import fidelity
+from pcplab.errors import BadInput
+from pcplab.experiments import residuals
+from pcplab.fit import THREAD, FitResult, Space, cost, evaluate
+
+STEP = 0.05  # forward-difference step of the start's Jacobian, in [1, 2] units
+FTOL = 0.01  # a step that lowers the cost by less than this share ends a fold
+
+
+@dataclass(frozen=True)
+class Fold:
+    """One fold: the machines whose rows it leaves out, under its label."""
+
+    label: str  # a machine's name, or THREAD + an experiment's
+    left_out: tuple[str, ...]
+
+    def fitted_on(self, everyone: Sequence[str]) -> list[str]:
+        """Return the machines whose rows this fold fits."""
+        return [m for m in everyone if m not in self.left_out]
+
+
+def every_fold(names: Sequence[str] = ()) -> list[Fold]:
+    """Return each machine's fold, then each thread's that is not one of them.
+
+    NAMES (machines or fitted experiments, --leave-out) picks some; a
+    thread with one machine is that machine's fold and is not repeated.
+    """
+    owner = fidelity.reference_machines()
+    folds = [Fold(m, (m,)) for m in owner]
+    for thread in dict.fromkeys(owner.values()):
+        mine = tuple(m for m in owner if owner[m] == thread)
+        if len(mine) > 1:
+            folds.append(Fold(THREAD + thread, mine))
+    if not names:
+        return folds
+    known = {f.label: f for f in folds} | {
+        f.label.removeprefix(THREAD): f for f in folds
+    }
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise BadInput(
+            f"--leave-out {', '.join(unknown)}: no such fold; a reference "
+            f"machine or a thread of several: {', '.join(repr(k) for k in known)}"
+        )
+    return list(dict.fromkeys(known[n] for n in names))
+
+
+class SharedRuns:
+    """Every reference machine's residuals at every point run so far."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self.seen: dict[tuple, list[tuple[str, str, float]]] = {}
+        self.ran = 0  # machine runs done (a point's machines run as one batch)
+
+    def rows(
+        self, constants: dict[str, float], only: Sequence[str]
+    ) -> list[tuple[str, str, float]]:
+        """Return the residuals of ONLY's rows at CONSTANTS, running what is new."""
+        point = tuple(sorted(constants.items()))
+        missing = [m for m in only if (point, m) not in self.seen]
+        if missing:
+            found = residuals(evaluate(constants, missing, self.workers))
+            for m in missing:
+                self.seen[(point, m)] = [r for r in found if r[0] == m]
+            self.ran += len(missing)
+        return [r for m in only for r in self.seen[(point, m)]]
+
+
+class Broyden:
+    """A Jacobian measured at the start, moved by Broyden's rule at each new point.
+
+    scipy's least_squares calls it at every point it accepts; FUN's values
+    there are already run, so the update costs nothing.
+    """
+
+    def __init__(
+        self, j: np.ndarray, x: np.ndarray, f: np.ndarray, fun: Callable
+    ) -> None:
+        self.j, self.x, self.f, self.fun = j, x.copy(), f, fun
+
+    def __call__(self, x: np.ndarray, *_: object) -> np.ndarray:
+        """Return the Jacobian at X (the start's, moved by every step since)."""
+        f, dx = self.fun(x), x - self.x
+        if dx @ dx > 0:
+            self.j = self.j + np.outer(f - self.f - self.j @ dx, dx) / (dx @ dx)
+            self.x, self.f = x.copy(), f
+        return self.j
+
+
+def search(
+    space: Space,
+    runs: SharedRuns,
+    only: Sequence[str],
+    start: dict[str, float],
+    max_nfev: int,
+) -> FitResult:
+    """Fit SPACE's constants on ONLY's rows from START; return the best point run."""
+    x0 = space.to_unit(start)
+    keys = [(m, what) for m, what, _ in runs.rows(space.from_unit(x0), only)]
+    tried: dict[bytes, np.ndarray] = {}
+
+    def fun(x: np.ndarray) -> np.ndarray:
+        key = np.round(x, 6).tobytes()
+        if key not in tried:
+            got = {(m, w): v for m, w, v in runs.rows(space.from_unit(x), only)}
+            # a row a point lacks (a call that never ran) keeps the start's value
+            tried[key] = np.array([got.get(k, np.nan) for k in keys])
+        return tried[key]
+
+    f0 = fun(x0)  # every key is the start's: no gap
+    columns = []
+    for i in range(len(x0)):
+        h = STEP if x0[i] + STEP <= 2 else -STEP
+        moved = x0.copy()
+        moved[i] += h
+        f = fun(moved)
+        columns.append((np.where(np.isnan(f), f0, f) - f0) / h)
+    j0 = np.array(columns).T
+
+    def filled(x: np.ndarray) -> np.ndarray:
+        f = fun(x)
+        return np.where(np.isnan(f), f0, f)
+
+    least_squares(
+        filled,
+        x0,
+        jac=Broyden(j0, x0, f0, filled),
+        bounds=(1, 2),
+        x_scale=0.1,
+        ftol=FTOL,
+        max_nfev=max(1, max_nfev),
+    )
+    best = min(tried, key=lambda k: cost(np.nan_to_num(tried[k])))
+    constants = space.from_unit(np.frombuffer(best))
+    # a constant no row of ONLY moves was not learnt here (pcplab.fit.fit)
+    unseen = space.unseen_values()
+    for name, column in zip(space.names, j0.T, strict=True):
+        if not np.any(column) and name in unseen:
+            constants[name] = unseen[name]
+    res = runs.rows(constants, only)
+    return FitResult(
+        constants=constants,
+        cost=cost([v for *_, v in res]),
+        residuals=res,
+        evaluations=len(tried),
+        machines=list(only),
+    )
+
+
+def cross_validate(
+    space: Space,
+    starts: dict[str, dict[str, float]],
+    workers: int,
+    max_nfev: int,
+    log: Callable[[str], None] = lambda _: None,
+    leave_out: Sequence[str] = (),
+    samples: int = 0,
+) -> dict[str, FitResult]:
+    """Fit every fold (or LEAVE_OUT's) from its best start; return them by label.
+
+    STARTS and SAMPLES Sobol points are each judged on the fold's own rows;
+    the lowest is searched (0 steps: kept as it is).
+    """
+    everyone = list(fidelity.reference_machines())
+    points = dict(starts)
+    for i, point in enumerate(space.samples(samples) if samples else []):
+        points[f"sample {i + 1} of {samples}"] = point
+    runs = SharedRuns(workers)
+    out = {}
+    for fold in every_fold(leave_out):
+        only = fold.fitted_on(everyone)
+        costs = {
+            label: cost([v for *_, v in runs.rows(_fitted(space, p), only)])
+            for label, p in points.items()
+        }
+        label = min(costs, key=costs.__getitem__)
+        log(f"leaving out {fold.label}: from the {label}, cost {costs[label]:.1f}")
+        start = _fitted(space, points[label])
+        if max_nfev:
+            result = search(space, runs, only, start, max_nfev)
+        else:
+            res = runs.rows(start, only)
+            result = FitResult(start, costs[label], res, 1, list(only))
+        result.start = label
+        log(
+            f"{fold.label}: cost {result.cost:.1f} after {result.evaluations} "
+            f"points ({runs.ran} machine runs so far)"
+        )
+        out[fold.label] = result
+    return out
+
+
+def _fitted(space: Space, point: dict[str, float]) -> dict[str, float]:
+    """Return POINT's values of SPACE's constants, rounded as the search's are."""
+    return space.from_unit(space.to_unit(point))

@@ -1,0 +1,162 @@
+"""`pcplab fit --cross-validate`: folds by machine and thread, shared runs, Broyden."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pcplab import experiments, fidelity, fit, folds, machines
+from pcplab.errors import BadInput
+
+AARON = ["Skylake-EX", "Broadwell-EP", "Haswell-Desktop", "Haswell-EP"]
+
+
+def test_every_machine_and_every_thread_of_several_has_a_fold():
+    """One fold per machine; one per thread, unless it is one machine's."""
+    owner = fidelity.reference_machines()
+    by_label = {f.label: f.left_out for f in folds.every_fold()}
+    for machine in owner:
+        assert by_label[machine] == (machine,)
+    for thread in set(owner.values()):
+        mine = tuple(m for m in owner if owner[m] == thread)
+        assert by_label.get(folds.THREAD + thread) == (mine if len(mine) > 1 else None)
+    assert set(AARON) <= set(by_label[folds.THREAD + "aaron2018"])
+
+
+def test_leave_out_names_a_machine_or_a_thread_and_refuses_others():
+    """--leave-out takes a machine or a thread; anything else is one line."""
+    picked = folds.every_fold(["aaron2018", "Haswell-EP"])
+    assert [f.label for f in picked] == [folds.THREAD + "aaron2018", "Haswell-EP"]
+    with pytest.raises(BadInput, match="--leave-out nosuch: no such fold"):
+        folds.every_fold(["nosuch"])
+
+
+def _fake(monkeypatch, targets, weight=None):
+    """Make every machine's one residual WEIGHT * (smt_factor - its target).
+
+    WEIGHT: 2 unless the dict says otherwise. Returns the list of machine
+    lists each evaluation ran.
+    """
+    ran = []
+    weight = weight or {}
+
+    def evaluate(constants, only, workers):
+        ran.append(list(only))
+        return [
+            (m, "score@31", weight.get(m, 2) * (constants["smt_factor"] - targets[m]))
+            for m in only
+        ]
+
+    monkeypatch.setattr(folds, "evaluate", evaluate)
+    monkeypatch.setattr(folds, "residuals", lambda rows: rows)
+    return ran
+
+
+def test_shared_runs_run_each_machine_once_per_point(monkeypatch):
+    """A second fold at a point already run reads it: only new machines run."""
+    ran = _fake(monkeypatch, dict.fromkeys(AARON, 1.2))
+    runs = folds.SharedRuns(1)
+    point = {"smt_factor": 1.1}
+    first = runs.rows(point, AARON[:3])
+    again = runs.rows(point, AARON[1:])
+    assert ran == [AARON[:3], AARON[3:]]
+    assert runs.ran == 4
+    assert [r[0] for r in first] == AARON[:3] and [r[0] for r in again] == AARON[1:]
+    assert first[1] == again[0]
+
+
+def test_a_machines_rows_are_the_same_alone_or_beside_others():
+    """The cache keeps rows per machine: a row may not depend on who ran with it."""
+    pair = ["Sandybridge-Desktop", "Coffee Lake Desktop"]
+    together = experiments.residuals(fit.evaluate(None, pair, 2))
+    alone = [r for m in pair for r in experiments.residuals(fit.evaluate(None, [m], 2))]
+    assert sorted(together) == sorted(alone) and together
+
+
+def test_broyden_meets_the_secant_of_every_step():
+    """After a step the Jacobian maps it onto the change it saw (secant rule)."""
+    a = np.array([[2.0, 1.0], [0.5, 3.0], [1.0, -1.0]])
+
+    def fun(x):
+        return a @ x + np.array([x[0] ** 2, 0.0, 0.0])
+
+    x0 = np.array([1.0, 1.0])
+    jac = folds.Broyden(np.eye(3, 2), x0, fun(x0), fun)
+    assert np.array_equal(jac(x0), np.eye(3, 2))  # no step yet: the start's
+    x1 = np.array([1.3, 0.8])
+    j1 = jac(x1)
+    assert np.allclose(j1 @ (x1 - x0), fun(x1) - fun(x0))
+    x2 = np.array([1.1, 1.4])
+    assert np.allclose(jac(x2) @ (x2 - x1), fun(x2) - fun(x1))
+
+
+def test_a_fold_starts_where_its_own_rows_cost_least(monkeypatch):
+    """The left-out machine's rows never choose the fold's start."""
+    space = fit.Space.from_file(["smt_factor"])
+    lo, hi = space.lo[0], space.hi[0]
+    targets = dict.fromkeys(fidelity.reference_machines(), lo)
+    targets["Haswell-EP"] = hi  # only the left-out machine wants the top,
+    _fake(monkeypatch, targets, {"Haswell-EP": 100})  # and outweighs the rest
+    starts = {"low": {"smt_factor": lo}, "high": {"smt_factor": hi}}
+    found = folds.cross_validate(space, starts, 1, 0, leave_out=["Haswell-EP"])
+    assert found["Haswell-EP"].start == "low"
+    assert "Haswell-EP" not in found["Haswell-EP"].machines
+    targets.update(dict.fromkeys(targets, hi), **{"Haswell-EP": lo})
+    found = folds.cross_validate(space, starts, 1, 0, leave_out=["Haswell-EP"])
+    assert found["Haswell-EP"].start == "high"
+
+
+def test_a_fold_search_finds_its_rows_optimum(monkeypatch):
+    """From the middle, a few Broyden steps reach the fold's least squares."""
+    space = fit.Space.from_file(["smt_factor"])
+    everyone = list(fidelity.reference_machines())
+    targets = {m: 1.05 + 0.01 * i for i, m in enumerate(everyone)}
+    _fake(monkeypatch, targets)
+    start = {"middle": space.middle()}
+    found = folds.cross_validate(space, start, 1, 8, leave_out=["aaron2018"])
+    fold = found[folds.THREAD + "aaron2018"]
+    left = folds.every_fold(["aaron2018"])[0].left_out
+    rest = [targets[m] for m in everyone if m not in left]
+    assert set(fold.machines) == set(everyone) - set(left)
+    assert fold.constants["smt_factor"] == pytest.approx(np.mean(rest), abs=2e-3)
+    middle = 0.5 * sum((2 * (space.middle()["smt_factor"] - t)) ** 2 for t in rest)
+    assert fold.cost < 0.01 * middle
+
+
+def test_a_constant_its_rows_do_not_move_takes_its_unseen_value(monkeypatch):
+    """A fold whose rows ignore a constant keeps the [unseen] value, not its start."""
+    space = fit.Space.from_file(["smt_factor", "guest_miss_factor"])
+    _fake(monkeypatch, dict.fromkeys(fidelity.reference_machines(), 1.2))
+    found = folds.cross_validate(
+        space, {"middle": space.middle()}, 1, 2, leave_out=["Haswell-EP"]
+    )
+    unseen = space.unseen_values()["guest_miss_factor"]
+    assert found["Haswell-EP"].constants["guest_miss_factor"] == unseen
+    assert unseen != space.middle()["guest_miss_factor"]
+
+
+def test_thread_folds_are_written_and_read_back(tmp_path):
+    """[left_out_thread] holds a thread's fold; fidelity maps it onto its machines."""
+    path = tmp_path / "crossval.toml"
+    one = fit.FitResult({"smt_factor": 1.25}, 1.0, [], 3, start="middle")
+    two = fit.FitResult({"smt_factor": 1.5}, 2.0, [], 4, start="sample 1 of 8")
+    fit.write_crossval(path, {"Haswell-EP": one, folds.THREAD + "aaron2018": two}, "d")
+    assert fit.crossval_constants(path) == {"Haswell-EP": {"smt_factor": 1.25}}
+    threads = fit.crossval_constants(path, "left_out_thread")
+    assert threads == {"aaron2018": {"smt_factor": 1.5}}
+    doc = machines.read_toml(path)
+    assert doc["start"][folds.THREAD + "aaron2018"] == "sample 1 of 8"
+    owner = fidelity.reference_machines()
+    epyc = next(m for m in owner if owner[m] == "yafang2024")
+    mapped = fidelity.by_thread({epyc: {"smt_factor": 1.1}}, threads)
+    assert {m for m in mapped if owner[m] == "aaron2018"} == {
+        m for m in owner if owner[m] == "aaron2018"
+    }
+    assert mapped[epyc] == {"smt_factor": 1.1}  # its thread is that one machine
+    assert not {m for m in mapped if owner[m] == "ying2023"}  # no fold on file
+    # a fold rerun alone replaces its own table, keeps the others
+    fit.write_crossval(path, {folds.THREAD + "aaron2018": one}, "e", keep_others=True)
+    assert fit.crossval_constants(path, "left_out_thread") == {
+        "aaron2018": {"smt_factor": 1.25}
+    }
+    assert fit.crossval_constants(path) == {"Haswell-EP": {"smt_factor": 1.25}}
