@@ -209,11 +209,17 @@ static enum prof_era prof_era(void)
 	return ERA_6_18;
 }
 
-static bool cpu_clock; /* the profile is sampled by cpu-clock */
+/* How one run's profile is read: its kernel's names, its sampling event. */
+struct prof_view {
+	enum prof_era era;
+	bool cpu_clock; /* sampled by cpu-clock: samples wait for irqs on */
+};
 
-static const char *term_name(int term, enum prof_era era)
+static const char *term_name(int term, const struct prof_view *v)
 {
-	if (cpu_clock && IRQSAVE_TERMS & 1U << term)
+	enum prof_era era = v->era;
+
+	if (v->cpu_clock && IRQSAVE_TERMS & 1U << term)
 		return IRQ_ENABLE_FN;
 	if (term == PROF_INIT_ON_ALLOC) /* the same clear, another caller */
 		term = COST_CLEAR_PAGE;
@@ -297,23 +303,24 @@ static cJSON *rows_json(struct prof_row *rows, int n, double whole)
  * The part of @term's time a cpu-clock profile samples after the return
  * to user space: half the trap's (its exit and iret), else none.
  */
-static double trap_return_ps(const struct cpu_stats *t, int term)
+static double trap_return_ps(const struct cpu_stats *t, int term,
+			     const struct prof_view *v)
 {
-	if (!cpu_clock || term != COST_FAULT_TRAP)
+	if (!v->cpu_clock || term != COST_FAULT_TRAP)
 		return 0;
 	return (double)t->prof_ps[term] / 2;
 }
 
 /* Self time per function: every term, the spins, the holds' starts. */
-static int self_rows(const struct cpu_stats *t, enum prof_era era,
+static int self_rows(const struct cpu_stats *t, const struct prof_view *v,
 		     struct prof_row *rows)
 {
 	int n = 0;
 
 	for (int term = 0; term < NR_PROF_TERMS; term++)
-		add_row(rows, &n, term_name(term, era),
-			(double)t->prof_ps[term] - trap_return_ps(t, term));
-	add_row(rows, &n, "user", trap_return_ps(t, COST_FAULT_TRAP));
+		add_row(rows, &n, term_name(term, v),
+			(double)t->prof_ps[term] - trap_return_ps(t, term, v));
+	add_row(rows, &n, "user", trap_return_ps(t, COST_FAULT_TRAP, v));
 	for (int cls = LOCK_ZONE; cls <= LOCK_LRU; cls++) {
 		for (int id = 0; id < NR_LOCK_CALLERS; id++) {
 			const struct lock_caller_stat *c =
@@ -323,10 +330,10 @@ static int self_rows(const struct cpu_stats *t, enum prof_era era,
 			if (k < 0)
 				continue;
 			add_row(rows, &n,
-				cpu_clock ? IRQ_ENABLE_FN
-					  : spin_fn[engine_arm64()],
+				v->cpu_clock ? IRQ_ENABLE_FN
+					     : spin_fn[engine_arm64()],
 				(double)c->wait_ns * 1000);
-			add_row(rows, &n, term_name(takers[k].term, era),
+			add_row(rows, &n, term_name(takers[k].term, v),
 				(double)c->pull_ps);
 		}
 	}
@@ -338,14 +345,17 @@ cJSON *perf_profile_json(const struct spec *s, const struct run_result *r)
 {
 	const struct cpu_stats *t = &r->total;
 	double whole = (double)t->window_ns * 1000;
-	enum prof_era era = prof_era();
+	const struct prof_view v = {
+		.era = prof_era(),
+		.cpu_clock =
+			s->instrument.kind == INSTRUMENT_PERF_PROFILE_CPU_CLOCK,
+	};
 	struct prof_row rows[MAX_PROF_ROWS];
 	cJSON *o = cJSON_CreateObject(), *ch;
 	double attributed = 0;
 	int n;
 
-	cpu_clock = s->instrument.kind == INSTRUMENT_PERF_PROFILE_CPU_CLOCK;
-	n = self_rows(t, era, rows);
+	n = self_rows(t, &v, rows);
 
 	for (int i = 0; i < n; i++)
 		attributed += rows[i].ps;
@@ -355,7 +365,7 @@ cJSON *perf_profile_json(const struct spec *s, const struct run_result *r)
 		whole = 1;
 	cJSON_AddStringToObject(
 		o, "method",
-		cpu_clock
+		v.cpu_clock
 			? "the sim's cost terms, lock waits and hold starts, "
 			  "each charged to the kernel function a cpu-clock "
 			  "sample would land in: where interrupts are enabled "
@@ -375,7 +385,7 @@ cJSON *perf_profile_json(const struct spec *s, const struct run_result *r)
 		for (int term = 0; term < NR_PROF_TERMS; term++)
 			if (children[i].terms & 1U << term)
 				ps += (double)t->prof_ps[term] -
-				      trap_return_ps(t, term);
+				      trap_return_ps(t, term, &v);
 		for (int cls = LOCK_ZONE; cls <= LOCK_LRU; cls++) {
 			if (children[i].lock_cls >= 0 &&
 			    children[i].lock_cls != cls)
@@ -383,7 +393,7 @@ cJSON *perf_profile_json(const struct spec *s, const struct run_result *r)
 			lock_ps(t, cls, children[i].sides, &wait, &pull);
 			ps += wait + pull;
 		}
-		cJSON_AddNumberToObject(ch, child_name(i, era),
+		cJSON_AddNumberToObject(ch, child_name(i, v.era),
 					100.0 * ps / whole);
 	}
 	cJSON_AddNumberToObject(o, "unattributed_pct",
