@@ -90,6 +90,27 @@ def test_broyden_meets_the_secant_of_every_step():
     assert np.allclose(jac(x2) @ (x2 - x1), fun(x2) - fun(x1))
 
 
+def test_a_step_that_barely_helps_measures_the_jacobian_again():
+    """Broyden's secant is kept while steps pay; a stalled step re-measures."""
+    measured = []
+
+    def fun(x):
+        return np.array([x[0], x[1]])
+
+    def measure(x, f):
+        measured.append(x.copy())
+        return np.eye(2) * 7
+
+    x0 = np.array([10.0, 10.0])
+    jac = folds.Broyden(np.eye(2), x0, fun(x0), fun, measure)
+    jac(np.array([5.0, 5.0]))  # the cost falls by 75%: a secant update
+    assert measured == [] and jac.measured == 1
+    assert np.allclose(jac.j @ np.array([-5.0, -5.0]), [-5.0, -5.0])
+    j = jac(np.array([4.9, 4.9]))  # by 4%: measured again there
+    assert [list(x) for x in measured] == [[4.9, 4.9]] and jac.measured == 2
+    assert np.array_equal(j, np.eye(2) * 7)
+
+
 def test_a_fold_starts_where_its_own_rows_cost_least(monkeypatch):
     """The left-out machine's rows never choose the fold's start."""
     space = fit.Space.from_file(["smt_factor"])

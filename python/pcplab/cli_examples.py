@@ -41,7 +41,7 @@ EXAMPLES = {
     ),
     "fit": _epilog(
         "pcplab fit --max-nfev 14               # refit constants.toml",
-        "pcplab fit --max-nfev 0 --cross-validate 4  # the left-out folds",
+        "pcplab fit --max-nfev 0 --cross-validate 4  # machine and thread folds",
         "pcplab fit --max-nfev 0 --jacobian     # is the fit at an optimum?",
         "pcplab fit --max-nfev 0 --seeds 5      # its cost on the means of 5 seeds",
         "pcplab fit --start middle --max-nfev 0 --cross-validate 12 \\",
@@ -49,6 +49,8 @@ EXAMPLES = {
         "                                       # with another: both in fit/",
         "pcplab fit --start sample --samples 16 --max-nfev 0 \\",
         "    --cross-validate 12 --leave-out Skylake-EX  # from Sobol points",
+        "pcplab fit --start middle --samples 8 --max-nfev 0 \\",
+        "    --cross-validate 30 --leave-out aaron2018  # all of a mail's rows out",
     ),
     "calibrate": _epilog(
         "pcplab calibrate --out myhost.toml     # then --machine myhost.toml",

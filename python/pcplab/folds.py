@@ -12,10 +12,12 @@ A full cross-validation from nothing must fit one machine's day, so the
 folds share their work:
 - every run is kept by (point, machine): folds that start from the same
   point read one run of each machine there, whichever fold ran it first;
-- each fold's Jacobian is measured once, by forward differences at its
-  start (again shared by every fold that starts there), and then moved
-  by Broyden's rank-one rule at every point the search accepts, so a
-  step costs one run of the fold's rows instead of one per constant.
+- each fold's Jacobian is measured by forward differences at its start
+  (again shared by every fold that starts there), and then moved by
+  Broyden's rank-one rule at every point the search accepts, so a step
+  costs one run of the fold's rows instead of one per constant; it is
+  measured again where a step lowered the cost by less than REFRESH of
+  itself, since the model's cliffs soon leave a secant behind.
 The search itself is scipy's least_squares (trust-region reflective,
 bounded) on the same [1, 2] log scale as pcplab.fit, and it stops when a
 step lowers the cost by less than FTOL of itself or after max_nfev
@@ -35,7 +37,8 @@ from pcplab.errors import BadInput
 from pcplab.experiments import residuals
 from pcplab.fit import THREAD, FitResult, Space, cost, evaluate
 
-STEP = 0.05  # forward-difference step of the start's Jacobian, in [1, 2] units
+STEP = 0.05  # forward-difference step of a measured Jacobian, in [1, 2] units
+REFRESH = 0.1  # a step that lowers the cost by less than this re-measures it
 FTOL = 0.01  # a step that lowers the cost by less than this share ends a fold
 
 
@@ -100,23 +103,37 @@ class SharedRuns:
 
 
 class Broyden:
-    """A Jacobian measured at the start, moved by Broyden's rule at each new point.
+    """A measured Jacobian, moved by Broyden's rule at each point accepted.
 
     scipy's least_squares calls it at every point it accepts; FUN's values
-    there are already run, so the update costs nothing.
+    there are already run, so the update costs nothing. With MEASURE, a
+    step that lowered the cost by less than REFRESH of itself has the
+    Jacobian measured again there instead.
     """
 
     def __init__(
-        self, j: np.ndarray, x: np.ndarray, f: np.ndarray, fun: Callable
+        self,
+        j: np.ndarray,
+        x: np.ndarray,
+        f: np.ndarray,
+        fun: Callable,
+        measure: Callable | None = None,
     ) -> None:
         self.j, self.x, self.f, self.fun = j, x.copy(), f, fun
+        self.measure = measure
+        self.measured = 1  # Jacobians measured, the start's included
 
     def __call__(self, x: np.ndarray, *_: object) -> np.ndarray:
-        """Return the Jacobian at X (the start's, moved by every step since)."""
+        """Return the Jacobian at X (measured, or moved by every step since)."""
         f, dx = self.fun(x), x - self.x
-        if dx @ dx > 0:
+        if dx @ dx == 0:
+            return self.j
+        if self.measure and cost(f) > (1 - REFRESH) * cost(self.f):
+            self.j = self.measure(x, f)
+            self.measured += 1
+        else:
             self.j = self.j + np.outer(f - self.f - self.j @ dx, dx) / (dx @ dx)
-            self.x, self.f = x.copy(), f
+        self.x, self.f = x.copy(), f
         return self.j
 
 
@@ -126,6 +143,7 @@ def search(
     only: Sequence[str],
     start: dict[str, float],
     max_nfev: int,
+    log: Callable[[str], None] = lambda _: None,
 ) -> FitResult:
     """Fit SPACE's constants on ONLY's rows from START; return the best point run."""
     x0 = space.to_unit(start)
@@ -138,31 +156,36 @@ def search(
             got = {(m, w): v for m, w, v in runs.rows(space.from_unit(x), only)}
             # a row a point lacks (a call that never ran) keeps the start's value
             tried[key] = np.array([got.get(k, np.nan) for k in keys])
+            log(f"point {len(tried)}: cost {cost(np.nan_to_num(tried[key])):.1f}")
         return tried[key]
 
     f0 = fun(x0)  # every key is the start's: no gap
-    columns = []
-    for i in range(len(x0)):
-        h = STEP if x0[i] + STEP <= 2 else -STEP
-        moved = x0.copy()
-        moved[i] += h
-        f = fun(moved)
-        columns.append((np.where(np.isnan(f), f0, f) - f0) / h)
-    j0 = np.array(columns).T
 
     def filled(x: np.ndarray) -> np.ndarray:
         f = fun(x)
         return np.where(np.isnan(f), f0, f)
 
+    def measure(x: np.ndarray, fx: np.ndarray) -> np.ndarray:
+        columns = []
+        for i in range(len(x)):
+            h = STEP if x[i] + STEP <= 2 else -STEP
+            moved = x.copy()
+            moved[i] += h
+            columns.append((filled(moved) - fx) / h)
+        return np.array(columns).T
+
+    j0 = measure(x0, f0)
+    jac = Broyden(j0, x0, f0, filled, measure)
     least_squares(
         filled,
         x0,
-        jac=Broyden(j0, x0, f0, filled),
+        jac=jac,
         bounds=(1, 2),
         x_scale=0.1,
         ftol=FTOL,
         max_nfev=max(1, max_nfev),
     )
+    log(f"{len(tried)} points, {jac.measured} Jacobians measured")
     best = min(tried, key=lambda k: cost(np.nan_to_num(tried[k])))
     constants = space.from_unit(np.frombuffer(best))
     # a constant no row of ONLY moves was not learnt here (pcplab.fit.fit)
@@ -210,7 +233,7 @@ def cross_validate(
         log(f"leaving out {fold.label}: from the {label}, cost {costs[label]:.1f}")
         start = _fitted(space, points[label])
         if max_nfev:
-            result = search(space, runs, only, start, max_nfev)
+            result = search(space, runs, only, start, max_nfev, log)
         else:
             res = runs.rows(start, only)
             result = FitResult(start, costs[label], res, 1, list(only))
