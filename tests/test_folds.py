@@ -90,12 +90,12 @@ def test_broyden_meets_the_secant_of_every_step():
     assert np.allclose(jac(x2) @ (x2 - x1), fun(x2) - fun(x1))
 
 
-def test_a_step_that_barely_helps_measures_the_jacobian_again():
-    """Broyden's secant is kept while steps pay; a stalled step re-measures."""
+def test_a_step_short_of_its_prediction_measures_the_jacobian_again():
+    """Broyden's secant is kept while steps pay what it predicted; else re-measured."""
     measured = []
 
-    def fun(x):
-        return np.array([x[0], x[1]])
+    def fun(x):  # a cliff at x[0] < 4.7: the cost stops falling there
+        return np.array([max(x[0], 4.7), x[1]])
 
     def measure(x, f):
         measured.append(x.copy())
@@ -103,11 +103,13 @@ def test_a_step_that_barely_helps_measures_the_jacobian_again():
 
     x0 = np.array([10.0, 10.0])
     jac = folds.Broyden(np.eye(2), x0, fun(x0), fun, measure)
-    jac(np.array([5.0, 5.0]))  # the cost falls by 75%: a secant update
+    jac(np.array([5.0, 5.0]))  # fell as much as predicted: a secant update
     assert measured == [] and jac.measured == 1
     assert np.allclose(jac.j @ np.array([-5.0, -5.0]), [-5.0, -5.0])
-    j = jac(np.array([4.9, 4.9]))  # by 4%: measured again there
-    assert [list(x) for x in measured] == [[4.9, 4.9]] and jac.measured == 2
+    jac(np.array([4.9, 4.9]))  # a small step, a small fall, as predicted
+    assert measured == []
+    j = jac(np.array([1.0, 4.8]))  # predicted to fall by 12.0, fell by 1.4
+    assert [list(x) for x in measured] == [[1.0, 4.8]] and jac.measured == 2
     assert np.array_equal(j, np.eye(2) * 7)
 
 

@@ -17,7 +17,8 @@ folds share their work:
   Broyden's rank-one rule at every point the search accepts, so a step
   costs one run of the fold's rows instead of one per constant; it is
   measured again where a step lowered the cost by less than REFRESH of
-  itself, since the model's cliffs soon leave a secant behind.
+  what the Jacobian predicted, since the model's cliffs soon leave a
+  secant behind (a trust region's gain ratio, read as "re-measure").
 The search itself is scipy's least_squares (trust-region reflective,
 bounded) on the same [1, 2] log scale as pcplab.fit, and it stops when a
 step lowers the cost by less than FTOL of itself or after max_nfev
@@ -38,7 +39,7 @@ from pcplab.experiments import residuals
 from pcplab.fit import THREAD, FitResult, Space, cost, evaluate
 
 STEP = 0.05  # forward-difference step of a measured Jacobian, in [1, 2] units
-REFRESH = 0.1  # a step that lowers the cost by less than this re-measures it
+REFRESH = 0.25  # a step gaining less than this of its prediction re-measures
 FTOL = 0.01  # a step that lowers the cost by less than this share ends a fold
 
 
@@ -107,8 +108,8 @@ class Broyden:
 
     scipy's least_squares calls it at every point it accepts; FUN's values
     there are already run, so the update costs nothing. With MEASURE, a
-    step that lowered the cost by less than REFRESH of itself has the
-    Jacobian measured again there instead.
+    step whose fall in cost is less than REFRESH of the fall the
+    Jacobian predicted for it has the Jacobian measured again there.
     """
 
     def __init__(
@@ -128,7 +129,8 @@ class Broyden:
         f, dx = self.fun(x), x - self.x
         if dx @ dx == 0:
             return self.j
-        if self.measure and cost(f) > (1 - REFRESH) * cost(self.f):
+        predicted = cost(self.f) - cost(self.f + self.j @ dx)
+        if self.measure and cost(self.f) - cost(f) < REFRESH * predicted:
             self.j = self.measure(x, f)
             self.measured += 1
         else:
