@@ -165,6 +165,13 @@ def test_thread_folds_are_written_and_read_back(tmp_path):
     two = fit.FitResult({"smt_factor": 1.5}, 2.0, [], 4, start="sample 1 of 8")
     fit.write_crossval(path, {"Haswell-EP": one, folds.THREAD + "aaron2018": two}, "d")
     assert fit.crossval_constants(path) == {"Haswell-EP": {"smt_factor": 1.25}}
+    # a file of one thread's fold alone has no machine folds, and says so
+    alone = tmp_path / "thread.toml"
+    fit.write_crossval(alone, {folds.THREAD + "aaron2018": two}, "d")
+    assert fit.crossval_constants(alone) == {}
+    assert fit.crossval_constants(alone, "left_out_thread") == {
+        "aaron2018": {"smt_factor": 1.5}
+    }
     threads = fit.crossval_constants(path, "left_out_thread")
     assert threads == {"aaron2018": {"smt_factor": 1.5}}
     doc = machines.read_toml(path)

@@ -385,8 +385,8 @@ def crossval_constants(
         return machines.read_toml(CROSSVAL).get(table, {})
     usage = "give a crossval.toml that `pcplab fit --cross-validate` wrote"
     doc = machines.read_toml(path, "--folds", usage)
-    if table != "left_out" and table not in doc:
-        return {}
+    if table not in doc and any(t in doc for t in ("left_out", "left_out_thread")):
+        return {}  # folds of the other kind only (--leave-out a thread)
     folds = doc.get(table)
     known = set(machines.constants())
     if not isinstance(folds, dict) or not all(
