@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 
 from pcplab import experiments, machines
 from pcplab.experiments._common import fitted_profiles
@@ -39,12 +40,24 @@ class Basis:
     note: str = ""
 
 
+# The crossval.toml whose folds the figures ran with: the package's, or
+# the one `pcplab fidelity --folds FILE` names (read_folds_from).
+_folds_file = [machines.CROSSVAL]
+
+
+def read_folds_from(path: Path) -> None:
+    """Name the folds' starts after PATH's, the crossval.toml the folds came from."""
+    _folds_file[0] = path
+    fold_starts.cache_clear()
+    thread_fold_starts.cache_clear()
+
+
 @cache
 def fold_starts() -> dict[str, str]:
     """Return, per machine with a fold on file, where that fold's search started."""
-    if not machines.CROSSVAL.is_file():
+    if not _folds_file[0].is_file():
         return {}
-    doc = machines.read_toml(machines.CROSSVAL)
+    doc = machines.read_toml(_folds_file[0])
     starts = doc.get("start", {})
     return {
         m: str(starts.get(m, "an unrecorded start")) for m in doc.get("left_out", {})
@@ -57,9 +70,9 @@ def thread_fold_starts() -> dict[str, str]:
 
     A thread of one machine shares that machine's fold (pcplab.folds).
     """
-    if not machines.CROSSVAL.is_file():
+    if not _folds_file[0].is_file():
         return {}
-    doc = machines.read_toml(machines.CROSSVAL)
+    doc = machines.read_toml(_folds_file[0])
     starts = doc.get("start", {})
     out = {
         t: str(starts.get(f"thread {t}", "an unrecorded start"))

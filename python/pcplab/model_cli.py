@@ -65,7 +65,7 @@ def fidelity_command(
     json_out: str | None,
 ) -> None:
     """Run the reference experiments on the sim engine; print model vs published."""
-    from pcplab import fidelity, fidelity_doc, fit
+    from pcplab import basis, fidelity, fidelity_doc, fit
 
     runners = fidelity.runners()
     unknown = sorted(set(names) - set(runners))
@@ -80,6 +80,8 @@ def fidelity_command(
     if folds_file and not left_out:
         raise BadInput("--folds gives left-out constants; drop --no-left-out")
     folds_path = Path(folds_file) if folds_file else None
+    if folds_path:
+        basis.read_folds_from(folds_path)  # the starts of the folds that ran
     fold_constants = fit.crossval_constants(folds_path)
     thread_constants = fit.crossval_constants(folds_path, "left_out_thread")
     chosen = {n: r for n, r in runners.items() if not names or n in names}
