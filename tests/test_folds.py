@@ -178,7 +178,11 @@ def test_thread_folds_are_written_and_read_back(tmp_path):
     assert doc["start"][folds.THREAD + "aaron2018"] == "sample 1 of 8"
     owner = fidelity.reference_machines()
     epyc = next(m for m in owner if owner[m] == "yafang2024")
-    mapped = fidelity.by_thread({epyc: {"smt_factor": 1.1}}, threads)
+    ying = next(m for m in owner if owner[m] == "ying2023")
+    # a machine fold of a thread of several is not that thread's fold
+    mapped = fidelity.by_thread(
+        {epyc: {"smt_factor": 1.1}, ying: {"smt_factor": 1.3}}, threads
+    )
     assert {m for m in mapped if owner[m] == "aaron2018"} == {
         m for m in owner if owner[m] == "aaron2018"
     }

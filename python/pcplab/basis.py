@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from pcplab import experiments, machines
+from pcplab import experiments, fidelity, machines
 from pcplab.experiments._common import fitted_profiles
 
 IN_SAMPLE, LEFT_OUT, HELD_OUT = "in-sample", "left out", "held out"
@@ -75,13 +75,10 @@ def thread_fold_starts() -> dict[str, str]:
     doc = machines.read_toml(_folds_file[0])
     starts = doc.get("start", {})
     out = {
-        t: str(starts.get(f"thread {t}", "an unrecorded start"))
+        t: str(starts.get(fidelity.THREAD + t, "an unrecorded start"))
         for t in doc.get("left_out_thread", {})
     }
-    owner: dict[str, list[str]] = {}
-    for name in experiments.fitted():
-        owner[name] = sorted(_fit_table(name)[0])
-    for thread, mine in owner.items():
+    for thread, mine in fidelity.threads().items():
         if len(mine) == 1 and mine[0] in fold_starts():
             out.setdefault(thread, fold_starts()[mine[0]])
     return out

@@ -40,6 +40,18 @@ def reference_machines() -> dict[str, str]:
     return out
 
 
+# A thread fold's label (pcplab.folds): "thread aaron2018".
+THREAD = "thread "
+
+
+def threads() -> dict[str, list[str]]:
+    """Map every fitted thread (experiment) to its reference machines."""
+    out: dict[str, list[str]] = {}
+    for machine, thread in reference_machines().items():
+        out.setdefault(thread, []).append(machine)
+    return out
+
+
 def check_machines(names: Iterable[str], option: str) -> None:
     """Refuse NAMES given with OPTION unless each is a reference machine."""
     known = reference_machines()
@@ -94,14 +106,13 @@ def by_thread(
     A thread of one machine has no fold of its own (pcplab.folds): its
     machine's fold is it.
     """
-    owner = reference_machines()
     out = {}
-    for machine, thread in owner.items():
-        alone = list(owner.values()).count(thread) == 1
-        if thread in thread_folds:
-            out[machine] = thread_folds[thread]
-        elif alone and machine in machine_folds:
-            out[machine] = machine_folds[machine]
+    for thread, mine in threads().items():
+        for machine in mine:
+            if thread in thread_folds:
+                out[machine] = thread_folds[thread]
+            elif len(mine) == 1 and machine in machine_folds:
+                out[machine] = machine_folds[machine]
     return out
 
 

@@ -120,6 +120,26 @@ class Space:
             raise BadInput("[fit] bounds must be 0 < lower < upper")
         return cls(keys, lo, hi)
 
+    def unlearnt(
+        self,
+        constants: dict[str, float],
+        jac: np.ndarray,
+        log: Callable[[str], None] = lambda _: None,
+    ) -> dict[str, float]:
+        """Return CONSTANTS with each one JAC's rows do not move set to [unseen].
+
+        A constant no fitted row moves (guest_miss_factor without a VM) was
+        not learnt: it takes what the model knows without such a machine,
+        not the search's start, which a fit on a left-out machine may have set.
+        """
+        unseen = self.unseen_values()
+        out = dict(constants)
+        for name, column in zip(self.names, np.asarray(jac).T, strict=True):
+            if not np.any(column) and name in unseen:
+                log(f"no fitted row moves {name}: {unseen[name]}")
+                out[name] = unseen[name]
+        return out
+
     def unseen_values(self) -> dict[str, float]:
         """Return constants.toml's [unseen] table: values no fitted row sets.
 
@@ -200,15 +220,7 @@ def fit(
     # be the lowest
     key = min(seen, key=lambda k: cost(values(k)))
     res = seen[key]
-    constants = space.from_unit(np.frombuffer(key))
-    # a constant no row of ONLY moves (guest_miss_factor without a VM) was
-    # not learnt here: it takes what the model knows without such a machine,
-    # not START, which a fit on the left-out machine may have set
-    unseen = space.unseen_values()
-    for name, column in zip(space.names, np.asarray(found.jac).T, strict=True):
-        if not np.any(column) and name in unseen:
-            log(f"no row of {', '.join(only)} moves {name}: {unseen[name]}")
-            constants[name] = unseen[name]
+    constants = space.unlearnt(space.from_unit(np.frombuffer(key)), found.jac, log)
     return FitResult(
         constants=constants,
         cost=cost(values(key)),
@@ -325,7 +337,7 @@ def write_constants(path: Path, fitted: dict[str, float], note: str) -> None:
 
 
 CROSSVAL = machines.CROSSVAL
-THREAD = "thread "  # a thread fold's label: "thread aaron2018" (pcplab.folds)
+THREAD = fidelity.THREAD
 
 
 def write_crossval(
@@ -396,8 +408,7 @@ def crossval_constants(
         for c in folds.values()
     ):
         raise BadInput(
-            f"--folds {path}: no [left_out.MACHINE] tables of positive constants; "
-            f"{usage}"
+            f"--folds {path}: no [{table}.NAME] tables of positive constants; {usage}"
         )
     if table == "left_out":
         fidelity.check_machines(folds, f"--folds {path} names")

@@ -36,7 +36,8 @@ from scipy.optimize import least_squares
 from pcplab import fidelity
 from pcplab.errors import BadInput
 from pcplab.experiments import residuals
-from pcplab.fit import THREAD, FitResult, Space, cost, evaluate
+from pcplab.fidelity import THREAD
+from pcplab.fit import FitResult, Space, cost, evaluate
 
 STEP = 0.05  # forward-difference step of a measured Jacobian, in [1, 2] units
 REFRESH = 0.25  # a step gaining less than this of its prediction re-measures
@@ -61,12 +62,10 @@ def every_fold(names: Sequence[str] = ()) -> list[Fold]:
     NAMES (machines or fitted experiments, --leave-out) picks some; a
     thread with one machine is that machine's fold and is not repeated.
     """
-    owner = fidelity.reference_machines()
-    folds = [Fold(m, (m,)) for m in owner]
-    for thread in dict.fromkeys(owner.values()):
-        mine = tuple(m for m in owner if owner[m] == thread)
+    folds = [Fold(m, (m,)) for m in fidelity.reference_machines()]
+    for thread, mine in fidelity.threads().items():
         if len(mine) > 1:
-            folds.append(Fold(THREAD + thread, mine))
+            folds.append(Fold(THREAD + thread, tuple(mine)))
     if not names:
         return folds
     known = {f.label: f for f in folds} | {
@@ -149,23 +148,17 @@ def search(
 ) -> FitResult:
     """Fit SPACE's constants on ONLY's rows from START; return the best point run."""
     x0 = space.to_unit(start)
-    keys = [(m, what) for m, what, _ in runs.rows(space.from_unit(x0), only)]
-    tried: dict[bytes, np.ndarray] = {}
+    at_start = {(m, w): v for m, w, v in runs.rows(space.from_unit(x0), only)}
+    tried: dict[bytes, np.ndarray] = {}  # this fold's points: the best is kept
 
     def fun(x: np.ndarray) -> np.ndarray:
         key = np.round(x, 6).tobytes()
         if key not in tried:
             got = {(m, w): v for m, w, v in runs.rows(space.from_unit(x), only)}
             # a row a point lacks (a call that never ran) keeps the start's value
-            tried[key] = np.array([got.get(k, np.nan) for k in keys])
-            log(f"point {len(tried)}: cost {cost(np.nan_to_num(tried[key])):.1f}")
+            tried[key] = np.array([got.get(k, v) for k, v in at_start.items()])
+            log(f"point {len(tried)}: cost {cost(tried[key]):.1f}")
         return tried[key]
-
-    f0 = fun(x0)  # every key is the start's: no gap
-
-    def filled(x: np.ndarray) -> np.ndarray:
-        f = fun(x)
-        return np.where(np.isnan(f), f0, f)
 
     def measure(x: np.ndarray, fx: np.ndarray) -> np.ndarray:
         columns = []
@@ -173,13 +166,14 @@ def search(
             h = STEP if x[i] + STEP <= 2 else -STEP
             moved = x.copy()
             moved[i] += h
-            columns.append((filled(moved) - fx) / h)
+            columns.append((fun(moved) - fx) / h)
         return np.array(columns).T
 
+    f0 = fun(x0)
     j0 = measure(x0, f0)
-    jac = Broyden(j0, x0, f0, filled, measure)
+    jac = Broyden(j0, x0, f0, fun, measure)
     least_squares(
-        filled,
+        fun,
         x0,
         jac=jac,
         bounds=(1, 2),
@@ -188,13 +182,8 @@ def search(
         max_nfev=max(1, max_nfev),
     )
     log(f"{len(tried)} points, {jac.measured} Jacobians measured")
-    best = min(tried, key=lambda k: cost(np.nan_to_num(tried[k])))
-    constants = space.from_unit(np.frombuffer(best))
-    # a constant no row of ONLY moves was not learnt here (pcplab.fit.fit)
-    unseen = space.unseen_values()
-    for name, column in zip(space.names, j0.T, strict=True):
-        if not np.any(column) and name in unseen:
-            constants[name] = unseen[name]
+    best = min(tried, key=lambda k: cost(tried[k]))
+    constants = space.unlearnt(space.from_unit(np.frombuffer(best)), j0, log)
     res = runs.rows(constants, only)
     return FitResult(
         constants=constants,
