@@ -212,3 +212,28 @@ def test_fidelity_names_the_starts_of_the_folds_it_ran(tmp_path, monkeypatch):
     finally:
         basis.fold_starts.cache_clear()
         basis.thread_fold_starts.cache_clear()
+
+
+def test_a_run_stopped_midway_keeps_the_folds_it_finished(monkeypatch, tmp_path):
+    """Each fold is written as it ends: a stop in the second keeps the first."""
+    space = fit.Space.from_file(["smt_factor"])
+    _fake(monkeypatch, dict.fromkeys(fidelity.reference_machines(), 1.2))
+    plain = folds.evaluate
+
+    def stop_in_second_fold(constants, only, workers):
+        if "Haswell-EP" in only:  # the Broadwell-EP fold fits Haswell-EP's rows
+            raise KeyboardInterrupt
+        return plain(constants, only, workers)
+
+    monkeypatch.setattr(folds, "evaluate", stop_in_second_fold)
+    path = tmp_path / "crossval.toml"
+    with pytest.raises(KeyboardInterrupt):
+        folds.cross_validate(
+            space,
+            {"middle": space.middle()},
+            1,
+            2,
+            leave_out=["Haswell-EP", "Broadwell-EP"],
+            done=lambda found: fit.write_crossval(path, found, "d"),
+        )
+    assert list(fit.crossval_constants(path)) == ["Haswell-EP"]

@@ -202,11 +202,13 @@ def cross_validate(
     log: Callable[[str], None] = lambda _: None,
     leave_out: Sequence[str] = (),
     samples: int = 0,
+    done: Callable[[dict[str, FitResult]], None] = lambda _: None,
 ) -> dict[str, FitResult]:
     """Fit every fold (or LEAVE_OUT's) from its best start; return them by label.
 
     STARTS and SAMPLES Sobol points are each judged on the fold's own rows;
-    the lowest is searched (0 steps: kept as it is).
+    the lowest is searched (0 steps: kept as it is). DONE gets the folds
+    finished so far after each one, so a run stopped midway keeps them.
     """
     everyone = list(fidelity.reference_machines())
     points = dict(starts)
@@ -234,6 +236,7 @@ def cross_validate(
             f"points ({runs.ran} machine runs so far)"
         )
         out[fold.label] = result
+        done(dict(out))
     return out
 
 

@@ -6,6 +6,7 @@ import json
 import shutil
 import time
 from dataclasses import asdict
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -266,6 +267,8 @@ def fit_command(
         if folds_nfev:
             # a fold from the full fit starts where its left-out machine led;
             # one from the middle does not
+            # each fold is written as it ends (a run stopped midway keeps
+            # them); folds run one at a time add up in one crossval.toml
             found = folds.cross_validate(
                 space,
                 fit.start_points(space, start, "full fit", result.constants),
@@ -274,10 +277,12 @@ def fit_command(
                 click.echo,
                 leave_out,
                 samples,
-            )
-            # folds run one at a time add up in one crossval.toml
-            fit.write_crossval(
-                directory / "crossval.toml", found, day, keep_others=bool(leave_out)
+                done=partial(
+                    fit.write_crossval,
+                    directory / "crossval.toml",
+                    day=day,
+                    keep_others=bool(leave_out),
+                ),
             )
             report["folds"] = {m: asdict(r) for m, r in found.items()}
         (directory / "fit.json").write_text(json.dumps(report, indent=1) + "\n")
