@@ -196,22 +196,22 @@ def test_thread_folds_are_written_and_read_back(tmp_path):
     assert fit.crossval_constants(path) == {"Haswell-EP": {"smt_factor": 1.25}}
 
 
-def test_fidelity_names_the_starts_of_the_folds_it_ran(tmp_path, monkeypatch):
+def test_fidelity_names_the_starts_of_the_folds_it_ran(tmp_path):
     """--folds FILE: each fold's start is FILE's, not the package's."""
     from pcplab import basis
 
-    monkeypatch.setattr(basis, "_folds_file", [machines.CROSSVAL])
     path = tmp_path / "crossval.toml"
     one = fit.FitResult({"smt_factor": 1.25}, 1.0, [], 3, start="sample 2 of 8")
     two = fit.FitResult({"smt_factor": 1.5}, 2.0, [], 4, start="middle")
     fit.write_crossval(path, {"Haswell-EP": one, folds.THREAD + "aaron2018": two}, "d")
-    try:
-        basis.read_folds_from(path)
+    package = basis.fold_starts()
+    with basis.folds_from(path):
         assert basis.fold_starts() == {"Haswell-EP": "sample 2 of 8"}
         assert basis.thread_fold_starts()["aaron2018"] == "middle"
-    finally:
-        basis.fold_starts.cache_clear()
-        basis.thread_fold_starts.cache_clear()
+        # the file rewritten inside the block is read again
+        fit.write_crossval(path, {"Haswell-EP": two}, "e")
+        assert basis.fold_starts() == {"Haswell-EP": "middle"}
+    assert basis.fold_starts() == package  # the block's end restores them
 
 
 def test_a_run_stopped_midway_keeps_the_folds_it_finished(monkeypatch, tmp_path):

@@ -20,7 +20,9 @@ its [machines] (or `profile`) say it all.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -41,47 +43,58 @@ class Basis:
 
 
 # The crossval.toml whose folds the figures ran with: the package's, or
-# the one `pcplab fidelity --folds FILE` names (read_folds_from).
-_folds_file = [machines.CROSSVAL]
+# the one `pcplab fidelity --folds FILE` names, for the block it runs
+# (folds_from).
+_FOLDS_FILE: ContextVar[Path] = ContextVar("folds_file", default=machines.CROSSVAL)
 
 
-def read_folds_from(path: Path) -> None:
-    """Name the folds' starts after PATH's, the crossval.toml the folds came from."""
-    _folds_file[0] = path
-    fold_starts.cache_clear()
-    thread_fold_starts.cache_clear()
+@contextmanager
+def folds_from(path: Path) -> Iterator[None]:
+    """Name the folds' starts after PATH's inside the block (--folds FILE)."""
+    token = _FOLDS_FILE.set(path)
+    try:
+        yield
+    finally:
+        _FOLDS_FILE.reset(token)
+
+
+def _starts() -> tuple[dict[str, str], dict[str, str]]:
+    """Return the starts of the folds file in use, read again when it changes."""
+    path = _FOLDS_FILE.get()
+    return _read_starts(path, path.stat().st_mtime_ns if path.is_file() else None)
 
 
 @cache
-def fold_starts() -> dict[str, str]:
-    """Return, per machine with a fold on file, where that fold's search started."""
-    if not _folds_file[0].is_file():
-        return {}
-    doc = machines.read_toml(_folds_file[0])
+def _read_starts(
+    path: Path, mtime: int | None
+) -> tuple[dict[str, str], dict[str, str]]:
+    """Return the starts of PATH's machine folds and of its thread folds."""
+    if mtime is None:
+        return {}, {}
+    doc = machines.read_toml(path)
     starts = doc.get("start", {})
-    return {
+    by_machine = {
         m: str(starts.get(m, "an unrecorded start")) for m in doc.get("left_out", {})
     }
-
-
-@cache
-def thread_fold_starts() -> dict[str, str]:
-    """Return, per fitted thread with a fold on file, where its search started.
-
-    A thread of one machine shares that machine's fold (pcplab.folds).
-    """
-    if not _folds_file[0].is_file():
-        return {}
-    doc = machines.read_toml(_folds_file[0])
-    starts = doc.get("start", {})
-    out = {
+    by_thread = {
         t: str(starts.get(fidelity.THREAD + t, "an unrecorded start"))
         for t in doc.get("left_out_thread", {})
     }
+    # a thread of one machine shares that machine's fold (pcplab.folds)
     for thread, mine in fidelity.threads().items():
-        if len(mine) == 1 and mine[0] in fold_starts():
-            out.setdefault(thread, fold_starts()[mine[0]])
-    return out
+        if len(mine) == 1 and mine[0] in by_machine:
+            by_thread.setdefault(thread, by_machine[mine[0]])
+    return by_machine, by_thread
+
+
+def fold_starts() -> dict[str, str]:
+    """Return, per machine with a fold on file, where that fold's search started."""
+    return _starts()[0]
+
+
+def thread_fold_starts() -> dict[str, str]:
+    """Return, per fitted thread with a fold on file, where its search started."""
+    return _starts()[1]
 
 
 def _fit_table(name: str) -> tuple[set[str], set[str] | None]:

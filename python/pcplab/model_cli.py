@@ -81,8 +81,10 @@ def fidelity_command(
     if folds_file and not left_out:
         raise BadInput("--folds gives left-out constants; drop --no-left-out")
     folds_path = Path(folds_file) if folds_file else None
-    if folds_path:
-        basis.read_folds_from(folds_path)  # the starts of the folds that ran
+    # the figures name the starts of the folds that ran
+    click.get_current_context().with_resource(
+        basis.folds_from(folds_path or machines.CROSSVAL)
+    )
     fold_constants = fit.crossval_constants(folds_path)
     thread_constants = fit.crossval_constants(folds_path, "left_out_thread")
     chosen = {n: r for n, r in runners.items() if not names or n in names}
