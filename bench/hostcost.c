@@ -15,6 +15,7 @@
  *
  *	bench-hostcost [CPU_A CPU_B [LLC_BYTES]]
  *	bench-hostcost clear [BUFFER_BYTES]	(the clear variants alone)
+ *	bench-hostcost zero SECONDS		(zero-page faults only, for perf)
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -67,14 +68,18 @@ struct pingpong {
  * clear, charge or LRU add). What remains is the exception's entry and
  * return, the VMA lookup and one pte: an upper bound of the trap's cost,
  * which a perf profile of the page fault splits out as exc_page_fault.
- * The best of 5 rounds of 16384 faults (munmap outside the timing).
+ * The best of 5 rounds of 16384 faults (munmap outside the timing); or
+ * as many rounds as SECONDS take, for `perf record` to split the trap
+ * from the rest of the loop (pcplab calibrate).
  */
-static double zero_fault_ns(void)
+static double zero_fault_rounds(int rounds, double seconds)
 {
 	unsigned long pages = 16384;
 	double best = -1;
+	u64 end = clock_monotonic_ns() + (u64)(seconds * 1e9);
 
-	for (int round = 0; round < 5; round++) {
+	for (int round = 0; round < rounds || clock_monotonic_ns() < end;
+	     round++) {
 		volatile char *buf = mmap(NULL, pages * PAGE, PROT_READ,
 					  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		u64 start, ns;
@@ -90,6 +95,11 @@ static double zero_fault_ns(void)
 			best = (double)ns / pages;
 	}
 	return best;
+}
+
+static double zero_fault_ns(void)
+{
+	return zero_fault_rounds(5, 0);
 }
 
 static void pin(int cpu)
@@ -318,6 +328,11 @@ int main(int argc, char **argv)
 		printf("{");
 		print_clear_variants(&clear);
 		printf("}\n");
+		return 0;
+	}
+	if (argc > 2 && !strcmp(argv[1], "zero")) {
+		printf("{\"zero_fault_ns\":%.1f}\n",
+		       zero_fault_rounds(1, strtod(argv[2], NULL)));
 		return 0;
 	}
 	/* cold: twice the LLC, so a page comes back after the LLC let it go */

@@ -75,6 +75,7 @@ def _fake_benches(monkeypatch, kernel: dict | None = None, **hostcost_extra) -> 
     monkeypatch.setattr(calibrate, "_bench", lambda name, *args: benches[name])
     monkeypatch.setattr(calibrate, "_kernel_fault", lambda: kernel)
     monkeypatch.setattr(calibrate, "busy", lambda: None)
+    monkeypatch.setattr(calibrate, "_zero_loop_profile", lambda: "not in this test")
 
 
 def test_calibrate_costs_the_kernel_variant_and_says_how(monkeypatch):
@@ -115,3 +116,45 @@ def test_the_kernels_fault_less_the_models_terms_is_the_fault_base(monkeypatch):
     assert rest == pytest.approx(kernel["page_ns"] - kernel["fault_ns"], abs=0.1)
     _fake_benches(monkeypatch, kernel)  # a bench without the figure: no trap
     assert "fault_trap_ns" not in calibrate.measure()["costs"]
+
+
+def test_the_trap_is_split_by_the_zero_page_loops_profile():
+    """Entry: the exception less its handle_mm_fault; return: what lands in user.
+
+    Shares of the loop's samples as this VM's perf record gave them
+    (cpu-clock); the loop's mmap and munmap are outside its timing.
+    """
+    found = {
+        "event": "cpu-clock:pppH",
+        "self": {"exc_page_fault": 55.8, "user": 19.7},
+        "children": {
+            "asm_exc_page_fault": 77.65,
+            "handle_mm_fault": 15.39,
+            "do_syscall_64": 2.52,
+        },
+    }
+    costs, how = calibrate.trap_split(751.0, found)
+    timed = 100 - 2.52
+    assert costs["fault_trap_ns"] == pytest.approx(751 * (77.65 - 15.39) / timed, 0.01)
+    assert costs["fault_trap_return_ns"] == pytest.approx(751 * 19.7 / timed, 0.01)
+    # the zero-page fault's own handle_mm_fault is not the trap's
+    assert sum(costs.values()) < 751 * (1 - 15.39 / timed) + 0.2
+    assert "entry 62.3%, return 19.7%" in how
+    # without a profile: the whole fault as the entry, an upper bound, said so
+    costs, how = calibrate.trap_split(751.0, "perf record -a needs root")
+    assert costs == {"fault_trap_ns": 751.0, "fault_trap_return_ns": 0.0}
+    assert "needs root" in how
+
+
+def test_calibrate_measures_the_trap_split_with_perf_where_it_runs():
+    """On this host, as root with perf: the split comes from a real profile."""
+    from pcplab.host import profile
+
+    if profile.probe():
+        pytest.skip(profile.probe())
+    found = calibrate._zero_loop_profile()
+    assert isinstance(found, dict), found
+    costs, how = calibrate.trap_split(800.0, found)
+    assert 0 < costs["fault_trap_ns"] < 800 and 0 <= costs["fault_trap_return_ns"]
+    assert costs["fault_trap_ns"] + costs["fault_trap_return_ns"] < 800
+    assert "split by perf record" in how

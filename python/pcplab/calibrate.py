@@ -7,7 +7,8 @@ with one and with every CPU busy (bench-hostcost), LLC size, Meltdown and
 hypervisor from the kernel; the measured costs from the native engine's
 fast paths and zone->lock per-page costs (bench-fastpath), the hardware's
 page clear as the kernel's fault runs it (bench/clearpage.c), page copy and
-a read fault that maps the zero page (the trap: exc_page_fault), and, where
+a read fault that maps the zero page (the trap: exc_page_fault, split into
+its entry and its return by perf record where it runs), and, where
 the host engine runs, the kernel's own page fault (first-touch latency and
 throughput of page_fault1).
 """
@@ -19,6 +20,7 @@ import os
 import platform
 import re
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -96,6 +98,74 @@ def _kernel_fault() -> dict[str, float] | None:
     if not fault.get("avg") or not ops:
         return None
     return {"fault_ns": float(fault["avg"]), "page_ns": 1e9 / float(ops)}
+
+
+# The zero-page loop's functions, by perf record (bench-hostcost zero): the
+# whole exception, the fault's own handling inside it, where the return to
+# user is sampled (cpu-clock: the user instruction after iret; cycles: the
+# IRET-to-user path), and the system calls the loop makes outside its timing.
+TRAP_CHILDREN = "asm_exc_page_fault"
+TRAP_HANDLED = "handle_mm_fault"
+TRAP_RETURN = ("user", "swapgs_restore_regs_and_return_to_usermode")
+UNTIMED = "do_syscall_64"
+ZERO_LOOP_S = "1"
+
+
+def _zero_loop_profile() -> dict[str, Any] | str:
+    """Profile bench-hostcost's zero-page loop with perf record; or say why not."""
+    from pcplab.host import profile
+
+    why = profile.probe()
+    if why:
+        return why
+    binary = engine.bin_dir() / "bench-hostcost"
+    with tempfile.TemporaryDirectory(prefix="pcplab-calibrate-") as tmp:
+        data = Path(tmp) / "perf.data"
+        proc = subprocess.run(
+            ["perf", "record", "-q", "-g", "-o", str(data), "--", str(binary)]
+            + ["zero", ZERO_LOOP_S],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        if proc.returncode:
+            return f"perf record failed: {proc.stderr.strip()[-200:]}"
+        try:
+            return profile.shares(data, binary.name)
+        except (RuntimeError, ValueError) as err:
+            return str(err)
+
+
+def trap_split(zero_ns: float, found: dict[str, Any] | str) -> tuple[dict, str]:
+    """Return the trap's entry and return costs out of a zero-page fault.
+
+    FOUND is the zero-page loop's perf profile (or why there is none). The
+    fault's own handle_mm_fault (a zero-page pte) and the loop's untimed
+    mmap and munmap are taken out; what the exception holds besides is its
+    entry, what lands at the return its return. Without a profile the
+    whole zero-page fault is the entry: an upper bound.
+    """
+    children = found.get("children", {}) if isinstance(found, dict) else {}
+    if TRAP_CHILDREN not in children:
+        why = found if isinstance(found, str) else f"no {TRAP_CHILDREN} samples"
+        costs = {"fault_trap_ns": zero_ns, "fault_trap_return_ns": 0.0}
+        return costs, f"the whole zero-page fault as the trap's entry ({why})"
+    own = found["self"]
+    handled = children.get(TRAP_HANDLED, 0.0)
+    untimed = children.get(UNTIMED, 0.0)
+    back = sum(max(own.get(f, 0.0), children.get(f, 0.0)) for f in TRAP_RETURN)
+    entry = children[TRAP_CHILDREN] - handled
+    timed = 100 - untimed
+    costs = {
+        "fault_trap_ns": round(zero_ns * entry / timed, 1),
+        "fault_trap_return_ns": round(zero_ns * back / timed, 1),
+    }
+    return costs, (
+        f"split by perf record ({found['event']}) of the zero-page loop: entry "
+        f"{entry:.1f}%, return {back:.1f}%, {TRAP_HANDLED} {handled:.1f}%, "
+        f"untimed system calls {untimed:.1f}%"
+    )
 
 
 def _llc_bytes() -> int:
@@ -193,8 +263,9 @@ def measure() -> dict[str, Any]:
     if load:
         sources.append(f"measured busy ({load})")
     if hw.get("zero_fault_ns", -1) > 0:
-        costs["fault_trap_ns"] = hw["zero_fault_ns"]
-        sources.append("bench-hostcost zero-page read faults (the trap)")
+        trap, how = trap_split(hw["zero_fault_ns"], _zero_loop_profile())
+        costs.update(trap)
+        sources.append(f"bench-hostcost zero-page read faults (the trap), {how}")
     flags = _host_flags()
     # Measured facts; what one socket cannot show (another socket's DRAM and
     # cores) comes from the microarchitecture table.
@@ -238,6 +309,7 @@ def measure() -> dict[str, Any]:
 # and from the unmap's in the rest of a page (enum cost_kind's names).
 FAULT_TERMS = (
     "fault_trap_ns",
+    "fault_trap_return_ns",
     "clear_page_ns",
     "pcp_alloc_ns",
     "buddy_alloc_page_ns",

@@ -64,6 +64,7 @@ TOPOLOGY_KEYS = (*TOPOLOGY_INTEGERS, *TOPOLOGY_NUMBERS)
 # their ranges (cost_keys of src/arch/sim/machine.c).
 COST_NAMES = (
     "fault_trap_ns",
+    "fault_trap_return_ns",
     "fault_base_ns",
     "clear_page_ns",
     "copy_page_ns",

@@ -36,11 +36,18 @@ struct prof_fn {
 static const struct prof_fn term_fn[NR_PROF_TERMS] = {
 	/*
 	 * The exception's entry, up to the irq enable in do_user_addr_fault,
-	 * and its return: x86's C handler (exc_page_fault since v5.8's
-	 * idtentry; do_page_fault before).
+	 * and its work outside handle_mm_fault: x86's C handler
+	 * (exc_page_fault since v5.8's idtentry; do_page_fault before).
 	 */
 	[COST_FAULT_TRAP] = { { "do_page_fault", "exc_page_fault",
 				"exc_page_fault" } },
+	/*
+	 * Its return, where KPTI's CR3 switch back sits: the IRET-to-user
+	 * path split out in v4.15 (26c4ef9c49d8).
+	 */
+	[COST_FAULT_TRAP_RETURN] = { { "swapgs_restore_regs_and_return_to_usermode",
+				       "swapgs_restore_regs_and_return_to_usermode",
+				       "swapgs_restore_regs_and_return_to_usermode" } },
 	/* page-table walk and pte install: the fault path's own code */
 	[COST_FAULT_BASE] = { { "handle_mm_fault", "handle_mm_fault",
 				"handle_mm_fault" } },
@@ -105,7 +112,7 @@ static const char *const spin_fn[2] = { "native_queued_spin_lock_slowpath",
  * their time is sampled in _raw_spin_unlock_irqrestore. The exception is
  * entered with interrupts off up to do_user_addr_fault's local_irq_enable
  * (exc_page_fault, as the cycles event samples it) and returns with them
- * off from the exit work to iret: that half is sampled in user space.
+ * off from the exit work to iret: its return is sampled in user space.
  */
 #define IRQ_ENABLE_FN "_raw_spin_unlock_irqrestore"
 #define IRQSAVE_TERMS                                               \
@@ -122,6 +129,8 @@ static const char *const spin_fn[2] = { "native_queued_spin_lock_slowpath",
 static const struct prof_fn arm64_fn[NR_PROF_TERMS] = {
 	[COST_FAULT_TRAP] = { { "do_mem_abort", "do_mem_abort",
 				"do_mem_abort" } },
+	[COST_FAULT_TRAP_RETURN] = { { "ret_to_user", "ret_to_user",
+				       "ret_to_user" } },
 	[COST_CLEAR_PAGE] = { { "clear_page", "clear_page", "clear_page" } },
 	[COST_MMAP] = { { "el0_svc_naked", "invoke_syscall",
 			  "invoke_syscall" } },
@@ -171,7 +180,7 @@ static const struct {
 } children[] = {
 	/* the whole exception: x86's entry stub (4.18: page_fault) */
 	{ { { "page_fault", "asm_exc_page_fault", "asm_exc_page_fault" } },
-	  FAULT_TERMS | 1U << COST_FAULT_TRAP,
+	  FAULT_TERMS | 1U << COST_FAULT_TRAP | 1U << COST_FAULT_TRAP_RETURN,
 	  -1,
 	  1U << SIDE_ALLOC },
 	{ { { "handle_mm_fault", "handle_mm_fault", "handle_mm_fault" } },
@@ -301,14 +310,14 @@ static cJSON *rows_json(struct prof_row *rows, int n, double whole)
 
 /*
  * The part of @term's time a cpu-clock profile samples after the return
- * to user space: half the trap's (its exit and iret), else none.
+ * to user space: the trap's return (its exit work and iret), else none.
  */
 static double trap_return_ps(const struct cpu_stats *t, int term,
 			     const struct prof_view *v)
 {
-	if (!v->cpu_clock || term != COST_FAULT_TRAP)
+	if (!v->cpu_clock || term != COST_FAULT_TRAP_RETURN)
 		return 0;
-	return (double)t->prof_ps[term] / 2;
+	return (double)t->prof_ps[term];
 }
 
 /* Self time per function: every term, the spins, the holds' starts. */
@@ -320,7 +329,7 @@ static int self_rows(const struct cpu_stats *t, const struct prof_view *v,
 	for (int term = 0; term < NR_PROF_TERMS; term++)
 		add_row(rows, &n, term_name(term, v),
 			(double)t->prof_ps[term] - trap_return_ps(t, term, v));
-	add_row(rows, &n, "user", trap_return_ps(t, COST_FAULT_TRAP, v));
+	add_row(rows, &n, "user", trap_return_ps(t, COST_FAULT_TRAP_RETURN, v));
 	for (int cls = LOCK_ZONE; cls <= LOCK_LRU; cls++) {
 		for (int id = 0; id < NR_LOCK_CALLERS; id++) {
 			const struct lock_caller_stat *c =

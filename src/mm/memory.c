@@ -99,8 +99,13 @@ int handle_mm_fault(struct task_mm *mm, enum fault_kind kind,
 	struct page *page, *src = NULL;
 
 	BUG_ON(mm->nr >= mm->cap);
-	/* asm_exc_page_fault to do_user_addr_fault, and the return to user */
+	/*
+	 * asm_exc_page_fault to do_user_addr_fault, and the return to user,
+	 * charged together: the CPU's time is the same, and the return
+	 * charged last would only shift its lock takes by a constant.
+	 */
 	cost(COST_FAULT_TRAP, 1);
+	cost(COST_FAULT_TRAP_RETURN, 1);
 	cost(COST_FAULT_BASE, 1);
 	if (kind != FAULT_ANON) {
 		src = filemap_fault(mm, index);

@@ -17,6 +17,7 @@ import os
 import re
 import shutil
 import subprocess
+from pathlib import Path
 from typing import Any
 
 from pcplab.host import lockstat
@@ -83,6 +84,50 @@ def method(event: str) -> str:
     )
 
 
+def report(data: Path, comm: str, *extra: str) -> str:
+    """Run `perf report` on DATA, COMM's samples only, with EXTRA options."""
+    proc = subprocess.run(
+        [
+            shutil.which("perf") or "perf",
+            "report",
+            "-i",
+            str(data),
+            "--stdio",
+            "--sort",
+            "symbol",
+            "-g",
+            "none",
+            "--comms",
+            comm,
+            "--percentage",
+            "relative",
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(
+            f"perf report failed ({proc.returncode}): "
+            + (proc.stderr.strip().splitlines() or ["no message"])[-1]
+        )
+    return proc.stdout
+
+
+def shares(data: Path, comm: str) -> dict[str, Any]:
+    """Return the event, self and children shares of COMM's samples in DATA."""
+    own = parse_report(report(data, comm, "--no-children"))
+    calls = parse_report(report(data, comm, "--children"))
+    return {
+        "event": own["event"],
+        "samples": own["samples"],
+        "self": own["self"],
+        "children": calls["children"],
+    }
+
+
 class Recorder(lockstat.Recorder):
     """`perf record -a -g` switched on for the measured phase only."""
 
@@ -90,49 +135,17 @@ class Recorder(lockstat.Recorder):
     WHAT = "perf record"
     DIR = "profile"
 
-    def _report(self, *extra: str) -> str:
-        """Run `perf report` on the data with EXTRA options; return its text."""
-        proc = subprocess.run(
-            [
-                shutil.which("perf") or "perf",
-                "report",
-                "-i",
-                str(self.data),
-                "--stdio",
-                "--sort",
-                "symbol",
-                "-g",
-                "none",
-                "--comms",
-                COMM,
-                "--percentage",
-                "relative",
-                *extra,
-            ],
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
-        if proc.returncode != 0:
-            raise RuntimeError(
-                f"perf report failed ({proc.returncode}): "
-                + (proc.stderr.strip().splitlines() or ["no message"])[-1]
-            )
-        return proc.stdout
-
     def result(self) -> dict[str, Any]:
         """Report self and children shares of the recorded measured phase."""
         self.check_recorded()
-        own = parse_report(self._report("--no-children"))
-        calls = parse_report(self._report("--children"))
+        found = shares(self.data, COMM)
         return {
-            "method": method(own["event"]),
-            "event": own["event"],
-            "samples": own["samples"],
+            "method": method(found["event"]),
+            "event": found["event"],
+            "samples": found["samples"],
             "recorded_s": round(self.recorded_s or 0.0, 4),
-            "self": own["self"],
-            "children": calls["children"],
+            "self": found["self"],
+            "children": found["children"],
         }
 
 

@@ -97,6 +97,7 @@ static const struct machine_key constant_keys[] = {
 		   offsetof(struct sim_machine, cost_override_ns[kind]) }
 static const struct machine_key cost_keys[NR_COST_KINDS] = {
 	COST(COST_FAULT_TRAP, fault_trap_ns, 1e5),
+	COST(COST_FAULT_TRAP_RETURN, fault_trap_return_ns, 1e5),
 	COST(COST_FAULT_BASE, fault_base_ns, 1e5),
 	COST(COST_CLEAR_PAGE, clear_page_ns, 1e5),
 	COST(COST_COPY_PAGE, copy_page_ns, 1e5),
@@ -402,13 +403,18 @@ void sim_machine_derive(const struct kernel_gen *gen, int tasks_per_node,
 	buddy_misses = ns_ps(k->zone_page_misses * m->miss_ns);
 	/*
 	 * The trap's own cost, outside handle_mm_fault: KPTI's CR3 switches
-	 * on entry and return where the CPU needs them. The bare exception
-	 * (no published figure per micro-architecture) stays in the fitted
-	 * fault cycles. A profile's fault_trap_ns is the whole trap, measured
-	 * (pcplab calibrate: a read fault that maps the zero page).
+	 * where the CPU needs them, one on entry (SWITCH_TO_KERNEL_CR3) and
+	 * one on the return (SWITCH_TO_USER_CR3). The bare exception (no
+	 * published figure per micro-architecture) stays in the fitted fault
+	 * cycles. A profile's fault_trap_ns and fault_trap_return_ns are
+	 * measured (pcplab calibrate: read faults that map the zero page,
+	 * split by perf record).
 	 */
+	m->cost[COST_FAULT_TRAP_RETURN] =
+		hw->meltdown ? work_ps(k->kpti_fault_cycles) / 2 : 0;
 	m->cost[COST_FAULT_TRAP] =
-		hw->meltdown ? work_ps(k->kpti_fault_cycles) : 0;
+		(hw->meltdown ? work_ps(k->kpti_fault_cycles) : 0) -
+		m->cost[COST_FAULT_TRAP_RETURN];
 	m->cost[COST_FAULT_BASE] =
 		work_ps(fault) + ns_ps(k->fault_misses * m->miss_ns);
 	m->cost[COST_CLEAR_PAGE] = cycles_ps(clear);

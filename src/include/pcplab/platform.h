@@ -66,7 +66,8 @@ enum lock_class {
  * the kernel the time goes; the machine profile gives each a figure.
  */
 enum cost_kind {
-	COST_FAULT_TRAP, /* the exception's entry and return to user */
+	COST_FAULT_TRAP, /* the exception's entry, outside handle_mm_fault */
+	COST_FAULT_TRAP_RETURN, /* its exit work and iret, irqs off */
 	COST_FAULT_BASE, /* handle_mm_fault: page-table walk, pte install */
 	COST_CLEAR_PAGE, /* clear_page() of one 4 KiB page */
 	COST_COPY_PAGE, /* copy_page() for a COW fault */
