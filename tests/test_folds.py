@@ -221,7 +221,7 @@ def test_a_run_stopped_midway_keeps_the_folds_it_finished(monkeypatch, tmp_path)
     plain = folds.evaluate
 
     def stop_in_second_fold(constants, only, workers):
-        if "Haswell-EP" in only:  # the Broadwell-EP fold fits Haswell-EP's rows
+        if "Broadwell-EP" in only:  # the Haswell-EP fold, which runs second
             raise KeyboardInterrupt
         return plain(constants, only, workers)
 
@@ -236,4 +236,28 @@ def test_a_run_stopped_midway_keeps_the_folds_it_finished(monkeypatch, tmp_path)
             leave_out=["Haswell-EP", "Broadwell-EP"],
             done=lambda found: fit.write_crossval(path, found, "d"),
         )
-    assert list(fit.crossval_constants(path)) == ["Haswell-EP"]
+    assert list(fit.crossval_constants(path)) == ["Broadwell-EP"]
+
+
+def test_a_thread_fold_starts_the_folds_of_its_own_machines_only(monkeypatch):
+    """A thread's fold saw none of its machines' rows: a start for their folds.
+
+    Every machine wants the same constant, so the thread's fold is the
+    cheapest start for any fold; only its own machines may take it.
+    """
+    space = fit.Space.from_file(["smt_factor"])
+    owner = fidelity.reference_machines()
+    _fake(monkeypatch, dict.fromkeys(owner, 1.2))
+    spr = next(m for m in owner if owner[m] == "ying2023")
+    start = {"middle": space.middle()}
+    found = folds.cross_validate(
+        space, start, 1, 8, leave_out=["Haswell-EP", spr, "aaron2018"]
+    )
+    assert list(found)[0] == folds.THREAD + "aaron2018"  # threads run first
+    assert found["Haswell-EP"].start == "thread aaron2018 fold"
+    assert found[spr].start == "middle"
+    # a thread's fold on file (an earlier run's crossval.toml) is offered too
+    on_file = {"ying2023": {"smt_factor": 1.2}}
+    found = folds.cross_validate(space, start, 1, 0, leave_out=[spr], threads=on_file)
+    assert found[spr].start == "thread ying2023 fold"
+    assert found[spr].constants["smt_factor"] == pytest.approx(1.2, abs=1e-3)

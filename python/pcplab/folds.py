@@ -18,7 +18,11 @@ folds share their work:
   costs one run of the fold's rows instead of one per constant; it is
   measured again where a step lowered the cost by less than REFRESH of
   what the Jacobian predicted, since the model's cliffs soon leave a
-  secant behind (a trust region's gain ratio, read as "re-measure").
+  secant behind (a trust region's gain ratio, read as "re-measure");
+- the thread folds run first, and each one's constants are a start for
+  the folds of its machines: fitted without any row of the thread, they
+  have seen none of that machine's, and they hold what the other threads
+  teach, so a machine fold begins where most of its own work is done.
 The search itself is scipy's least_squares (trust-region reflective,
 bounded) on the same [1, 2] log scale as pcplab.fit, and it stops when a
 step lowers the cost by less than FTOL of itself or after max_nfev
@@ -57,15 +61,19 @@ class Fold:
 
 
 def every_fold(names: Sequence[str] = ()) -> list[Fold]:
-    """Return each machine's fold, then each thread's that is not one of them.
+    """Return each thread's fold that is not one machine's, then each machine's.
 
-    NAMES (machines or fitted experiments, --leave-out) picks some; a
-    thread with one machine is that machine's fold and is not repeated.
+    NAMES (machines or fitted experiments, --leave-out) picks some, in that
+    order; a thread with one machine is that machine's fold and is not
+    repeated. The threads come first: each one's constants are a start for the
+    folds of its machines (cross_validate).
     """
-    folds = [Fold(m, (m,)) for m in fidelity.reference_machines()]
-    for thread, mine in fidelity.threads().items():
-        if len(mine) > 1:
-            folds.append(Fold(THREAD + thread, tuple(mine)))
+    folds = [
+        Fold(THREAD + thread, tuple(mine))
+        for thread, mine in fidelity.threads().items()
+        if len(mine) > 1
+    ]
+    folds += [Fold(m, (m,)) for m in fidelity.reference_machines()]
     if not names:
         return folds
     known = {f.label: f for f in folds} | {
@@ -77,7 +85,8 @@ def every_fold(names: Sequence[str] = ()) -> list[Fold]:
             f"--leave-out {', '.join(unknown)}: no such fold; a reference "
             f"machine or a thread of several: {', '.join(repr(k) for k in known)}"
         )
-    return list(dict.fromkeys(known[n] for n in names))
+    picked = {known[n] for n in names}
+    return [f for f in folds if f in picked]
 
 
 class SharedRuns:
@@ -203,28 +212,39 @@ def cross_validate(
     leave_out: Sequence[str] = (),
     samples: int = 0,
     done: Callable[[dict[str, FitResult]], None] = lambda _: None,
+    threads: dict[str, dict[str, float]] | None = None,
 ) -> dict[str, FitResult]:
     """Fit every fold (or LEAVE_OUT's) from its best start; return them by label.
 
     STARTS and SAMPLES Sobol points are each judged on the fold's own rows;
-    the lowest is searched (0 steps: kept as it is). DONE gets the folds
-    finished so far after each one, so a run stopped midway keeps them.
+    the lowest is searched (0 steps: kept as it is). A thread's fold (from
+    THREADS, a crossval.toml's, or fitted here) is one more start for the
+    folds of its machines: it has seen none of their rows, and the other
+    threads' are fitted already. DONE gets the folds finished so far after
+    each one, so a run stopped midway keeps them.
     """
     everyone = list(fidelity.reference_machines())
     points = dict(starts)
     for i, point in enumerate(space.samples(samples) if samples else []):
         points[f"sample {i + 1} of {samples}"] = point
+    thread_folds = {THREAD + t: c for t, c in (threads or {}).items()}
     runs = SharedRuns(workers)
     out = {}
     for fold in every_fold(leave_out):
         only = fold.fitted_on(everyone)
+        of_thread = fidelity.threads()
+        mine = {
+            f"{label} fold": constants
+            for label, constants in thread_folds.items()
+            if set(fold.left_out) < set(of_thread.get(label[len(THREAD) :], ()))
+        }
         costs = {
             label: cost([v for *_, v in runs.rows(_fitted(space, p), only)])
-            for label, p in points.items()
+            for label, p in (points | mine).items()
         }
         label = min(costs, key=costs.__getitem__)
         log(f"leaving out {fold.label}: from the {label}, cost {costs[label]:.1f}")
-        start = _fitted(space, points[label])
+        start = _fitted(space, (points | mine)[label])
         if max_nfev:
             result = search(space, runs, only, start, max_nfev, log)
         else:
@@ -236,6 +256,8 @@ def cross_validate(
             f"points ({runs.ran} machine runs so far)"
         )
         out[fold.label] = result
+        if fold.label.startswith(THREAD):
+            thread_folds[fold.label] = result.constants
         done(dict(out))
     return out
 

@@ -153,8 +153,9 @@ def _average_seeds(ctx: click.Context, _param: click.Parameter, value: int) -> N
     default=0,
     show_default=True,
     metavar="N",
-    help="Also refit without each machine's rows, and without each thread's "
-    "(every row of one mail), N steps each (pcplab.folds).",
+    help="Also refit without each thread's rows (every row of one mail) and "
+    "without each machine's, N steps each (pcplab.folds); a thread's fold, "
+    "fitted here or in --out's crossval.toml, is a start for its machines'.",
 )
 @click.option(
     "--jacobian",
@@ -270,7 +271,14 @@ def fit_command(
             # a fold from the full fit starts where its left-out machine led;
             # one from the middle does not
             # each fold is written as it ends (a run stopped midway keeps
-            # them); folds run one at a time add up in one crossval.toml
+            # them); folds run one at a time add up in one crossval.toml,
+            # whose thread folds start the folds of their machines
+            written = directory / "crossval.toml"
+            threads = (
+                fit.crossval_constants(written, "left_out_thread")
+                if leave_out and written.is_file()
+                else {}
+            )
             found = folds.cross_validate(
                 space,
                 fit.start_points(space, start, "full fit", result.constants),
@@ -280,11 +288,9 @@ def fit_command(
                 leave_out,
                 samples,
                 done=partial(
-                    fit.write_crossval,
-                    directory / "crossval.toml",
-                    day=day,
-                    keep_others=bool(leave_out),
+                    fit.write_crossval, written, day=day, keep_others=bool(leave_out)
                 ),
+                threads=threads,
             )
             report["folds"] = {m: asdict(r) for m, r in found.items()}
         (directory / "fit.json").write_text(json.dumps(report, indent=1) + "\n")
