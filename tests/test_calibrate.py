@@ -158,3 +158,30 @@ def test_calibrate_measures_the_trap_split_with_perf_where_it_runs():
     assert 0 < costs["fault_trap_ns"] < 800 and 0 <= costs["fault_trap_return_ns"]
     assert costs["fault_trap_ns"] + costs["fault_trap_return_ns"] < 800
     assert "split by perf record" in how
+
+
+def test_the_kernels_fault_is_the_median_of_runs_spread_over_the_calibration(
+    monkeypatch,
+):
+    """Three kernel runs, start, middle and end: the median one is costed."""
+    runs = iter(
+        [
+            {"fault_ns": 2000.0, "page_ns": 2500.0},  # 400,000 pages/s
+            {"fault_ns": 1500.0, "page_ns": 2000.0},  # the fastest
+            {"fault_ns": 2600.0, "page_ns": 3200.0},  # the slowest
+        ]
+    )
+    _fake_benches(monkeypatch)
+    monkeypatch.setattr(calibrate, "_kernel_fault", lambda: next(runs))
+    profile = calibrate.measure()
+    median = calibrate.median_fault([{"fault_ns": 2000.0, "page_ns": 2500.0}])[0]
+    derived = _derived(profile)
+    charged = profile["costs"]["fault_base_ns"] + sum(
+        derived[k] for k in calibrate.FAULT_TERMS
+    )
+    assert charged == pytest.approx(median["fault_ns"], abs=0.1)
+    assert (
+        "median of 3 runs over the calibration (500,000, 400,000, 312,500"
+        in (profile["source"])
+    )
+    assert calibrate.median_fault([None, None]) == (None, "")
