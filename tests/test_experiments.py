@@ -382,7 +382,7 @@ def test_the_summary_gives_each_machine_its_threads_fold(monkeypatch) -> None:
     summary = fidelity_doc.render_summary(
         {"aaron2018": rows}, {"aaron2018": rows}, thread=({"aaron2018": far}, {})
     )
-    assert "| +42.9% at 31, out (from middle) |" in summary
+    assert "| +42.9% at 31, within: **no** (from middle) |" in summary
     assert (
         "left out with their whole thread 0 of 1 (folds started from middle: 0 of 1)"
         in summary

@@ -167,8 +167,7 @@ def render_summary(
                     "-"
                     if t is None
                     else f"{_at(k, t, seeds_thread.get((machine, t[1])))}, "
-                    f"{'within' if k.within(t[2], published_of(t)) else 'out'} "
-                    f"(from {t_start})",
+                    f"within: {_within(k, t)} (from {t_start})",
                 ]
             )
     # held-out figures (a thread's own machine names): no fit reads them, so
