@@ -272,8 +272,10 @@ def test_the_jacobian_moves_what_a_constant_moves():
     assert shares["Haswell-Desktop"] == pytest.approx(fit.cost(jac.residuals()))
 
 
-def _desktop_reference(tmp_path: Path) -> Path:
-    """Return a copy of the reference figures with Haswell-Desktop's rows only."""
+def _desktop_reference(
+    tmp_path: Path, machines: tuple[str, ...] = ("Haswell-Desktop",)
+) -> Path:
+    """Return a copy of the reference figures with MACHINES' rows only."""
     reference = tmp_path / "reference"
     shutil.copytree(data.REFERENCE, reference)
     for path in reference.glob("*.csv"):
@@ -281,7 +283,11 @@ def _desktop_reference(tmp_path: Path) -> Path:
             lines = path.read_text().splitlines()
             keep = [
                 lines[0],
-                *(x for x in lines[1:] if x.startswith("Haswell-Desktop,")),
+                *(
+                    x
+                    for x in lines[1:]
+                    if x.startswith(tuple(f"{m}," for m in machines))
+                ),
             ]
             path.write_text("\n".join(keep) + "\n")
     return reference
@@ -335,16 +341,20 @@ def test_fit_over_seeds_fits_the_mean_of_the_seeds(pcplab, tmp_path):
 
 
 def test_fit_on_a_dask_cluster_matches_local_jobs(pcplab, tmp_path):
-    """`pcplab fit --scheduler` runs its trials on the cluster, same figures."""
+    """`pcplab fit --scheduler`: its trials and folds on the cluster, same figures."""
     from dask import distributed  # a test dependency (pyproject [test])
 
-    reference = _desktop_reference(tmp_path)
+    reference = _desktop_reference(tmp_path, ("Haswell-Desktop", "Sandybridge-Desktop"))
     args = (
         "fit",
         "--constants",
         "fault_cycles_4",
         "--max-nfev",
         "1",
+        "--cross-validate",
+        "1",
+        "--leave-out",
+        "Sandybridge-Desktop",
         "--reference",
         reference,
     )
@@ -363,6 +373,12 @@ def test_fit_on_a_dask_cluster_matches_local_jobs(pcplab, tmp_path):
         json.loads((tmp_path / d / "fit.json").read_text()) for d in ("local", "dask")
     ]
     assert docs[0]["fit"] == docs[1]["fit"]
+    assert docs[0]["folds"] == docs[1]["folds"]
+    assert "Sandybridge-Desktop" in docs[0]["folds"]
+    crossval = [
+        (tmp_path / d / "crossval.toml").read_bytes() for d in ("local", "dask")
+    ]
+    assert crossval[0] == crossval[1]
 
 
 def _constants_grid(*args: str) -> subprocess.CompletedProcess:
