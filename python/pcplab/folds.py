@@ -63,8 +63,8 @@ class Fold:
 def every_fold(names: Sequence[str] = ()) -> list[Fold]:
     """Return each thread's fold that is not one machine's, then each machine's.
 
-    NAMES (machines or fitted experiments, --leave-out) picks some, in that
-    order; a thread with one machine is that machine's fold and is not
+    NAMES (machines or fitted experiments, --leave-out) picks some, kept in
+    this order; a thread with one machine is that machine's fold and is not
     repeated. The threads come first: each one's constants are a start for the
     folds of its machines (cross_validate).
     """
@@ -227,24 +227,25 @@ def cross_validate(
     points = dict(starts)
     for i, point in enumerate(space.samples(samples) if samples else []):
         points[f"sample {i + 1} of {samples}"] = point
-    thread_folds = {THREAD + t: c for t, c in (threads or {}).items()}
+    thread_folds = dict(threads or {})
+    of_thread = fidelity.threads()
     runs = SharedRuns(workers)
     out = {}
     for fold in every_fold(leave_out):
         only = fold.fitted_on(everyone)
-        of_thread = fidelity.threads()
-        mine = {
-            f"{label} fold": constants
-            for label, constants in thread_folds.items()
-            if set(fold.left_out) < set(of_thread.get(label[len(THREAD) :], ()))
+        # the folds of the thread this fold's machine belongs to, if any
+        candidates = points | {
+            f"{THREAD}{thread} fold": constants
+            for thread, constants in thread_folds.items()
+            if set(fold.left_out) < set(of_thread.get(thread, ()))
         }
         costs = {
             label: cost([v for *_, v in runs.rows(_fitted(space, p), only)])
-            for label, p in (points | mine).items()
+            for label, p in candidates.items()
         }
         label = min(costs, key=costs.__getitem__)
         log(f"leaving out {fold.label}: from the {label}, cost {costs[label]:.1f}")
-        start = _fitted(space, (points | mine)[label])
+        start = _fitted(space, candidates[label])
         if max_nfev:
             result = search(space, runs, only, start, max_nfev, log)
         else:
@@ -257,7 +258,7 @@ def cross_validate(
         )
         out[fold.label] = result
         if fold.label.startswith(THREAD):
-            thread_folds[fold.label] = result.constants
+            thread_folds[fold.label.removeprefix(THREAD)] = result.constants
         done(dict(out))
     return out
 

@@ -395,6 +395,7 @@ void sim_machine_derive(const struct kernel_gen *gen, int tasks_per_node,
 						     8e6 * k->mem_bw_efficiency;
 	double node_bw = socket_bw * m->sockets / m->numa_nodes;
 	u64 buddy_misses; /* ps: the struct page misses of a buddy page */
+	u64 kpti; /* ps: KPTI's two CR3 switches of a trap */
 
 	m->clock_ghz =
 		hw->all_core_ghz +
@@ -410,11 +411,9 @@ void sim_machine_derive(const struct kernel_gen *gen, int tasks_per_node,
 	 * measured (pcplab calibrate: read faults that map the zero page,
 	 * split by perf record).
 	 */
-	m->cost[COST_FAULT_TRAP_RETURN] =
-		hw->meltdown ? work_ps(k->kpti_fault_cycles) / 2 : 0;
-	m->cost[COST_FAULT_TRAP] =
-		(hw->meltdown ? work_ps(k->kpti_fault_cycles) : 0) -
-		m->cost[COST_FAULT_TRAP_RETURN];
+	kpti = hw->meltdown ? work_ps(k->kpti_fault_cycles) : 0;
+	m->cost[COST_FAULT_TRAP_RETURN] = kpti / 2;
+	m->cost[COST_FAULT_TRAP] = kpti - kpti / 2;
 	m->cost[COST_FAULT_BASE] =
 		work_ps(fault) + ns_ps(k->fault_misses * m->miss_ns);
 	m->cost[COST_CLEAR_PAGE] = cycles_ps(clear);
