@@ -498,6 +498,22 @@ def test_bad_value_is_refused_before_anything_runs(
     assert _high_fraction() == before  # no sysctl touched
 
 
+def test_a_damaged_crossval_in_out_is_refused_naming_out(bad_input, tmp_path):
+    """A damaged crossval.toml in `fit --out` is one line naming --out.
+
+    `fit --leave-out` reads --out's thread folds before any run; the file
+    stays as it was, and the line names --out, not fidelity's --folds.
+    """
+    written = tmp_path / "crossval.toml"
+    written.write_text("[left_out_thread.aaron2018]\nbogus_constant = 1.0\n")
+    before = written.read_bytes()
+    argv = ("fit", "--max-nfev", "0", "--cross-validate", "1")
+    line = bad_input(*argv, "--leave-out", "aaron2018", "--out", tmp_path)
+    assert re.search(rf"--out {re.escape(str(written))}: no \[left_out_thread", line)
+    assert written.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["crossval.toml"]
+
+
 # --- machine profiles: Python's check, and the C parser behind it ---------
 
 TOPOLOGY = """[topology]

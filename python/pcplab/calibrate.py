@@ -113,7 +113,7 @@ ZERO_LOOP_S = "1"
 
 def _zero_loop_profile() -> dict[str, Any] | str:
     """Profile bench-hostcost's zero-page loop with perf record; or say why not."""
-    from pcplab.host import profile
+    from pcplab.host import lockstat, profile
 
     why = profile.probe()
     if why:
@@ -122,8 +122,8 @@ def _zero_loop_profile() -> dict[str, Any] | str:
     with tempfile.TemporaryDirectory(prefix="pcplab-calibrate-") as tmp:
         data = Path(tmp) / "perf.data"
         proc = subprocess.run(
-            ["perf", "record", "-q", "-g", "-o", str(data), "--", str(binary)]
-            + ["zero", ZERO_LOOP_S],
+            [lockstat.perf_binary(), "record", "-q", "-g", "-o", str(data)]
+            + ["--", str(binary), "zero", ZERO_LOOP_S],
             capture_output=True,
             text=True,
             timeout=120,

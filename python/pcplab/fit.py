@@ -385,18 +385,19 @@ def write_crossval(
 
 
 def crossval_constants(
-    path: Path | None = None, table: str = "left_out"
+    path: Path | None = None, table: str = "left_out", option: str = "--folds"
 ) -> dict[str, dict[str, float]]:
     """Return each left-out machine's constants: PATH's, else the package's.
 
     TABLE "left_out_thread": each thread's fold, by experiment, instead.
+    OPTION names where PATH came from in an error (--folds, --out).
     """
     if path is None:
         if not CROSSVAL.is_file():
             return {}
         return machines.read_toml(CROSSVAL).get(table, {})
     usage = "give a crossval.toml that `pcplab fit --cross-validate` wrote"
-    doc = machines.read_toml(path, "--folds", usage)
+    doc = machines.read_toml(path, option, usage)
     if table not in doc and any(t in doc for t in ("left_out", "left_out_thread")):
         return {}  # folds of the other kind only (--leave-out a thread)
     folds = doc.get(table)
@@ -408,8 +409,8 @@ def crossval_constants(
         for c in folds.values()
     ):
         raise BadInput(
-            f"--folds {path}: no [{table}.NAME] tables of positive constants; {usage}"
+            f"{option} {path}: no [{table}.NAME] tables of positive constants; {usage}"
         )
     if table == "left_out":
-        fidelity.check_machines(folds, f"--folds {path} names")
+        fidelity.check_machines(folds, f"{option} {path} names")
     return folds

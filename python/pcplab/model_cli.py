@@ -241,6 +241,14 @@ def fit_command(
     everyone = list(fidelity.reference_machines())
     space = fit.Space.from_file(names.split(",") if names else None)
     directory = check_output_dir(out, "--out")
+    # folds run one at a time add up in one crossval.toml, whose thread
+    # folds start the folds of their machines (read before any run)
+    written = directory / "crossval.toml"
+    threads = (
+        fit.crossval_constants(written, "left_out_thread", "--out")
+        if leave_out and written.is_file()
+        else {}
+    )
     fitted = machines.constants()
     # --max-nfev 0 keeps constants.toml: the folds' base, nothing searched
     main = (
@@ -270,15 +278,7 @@ def fit_command(
         if folds_nfev:
             # a fold from the full fit starts where its left-out machine led;
             # one from the middle does not
-            # each fold is written as it ends (a run stopped midway keeps
-            # them); folds run one at a time add up in one crossval.toml,
-            # whose thread folds start the folds of their machines
-            written = directory / "crossval.toml"
-            threads = (
-                fit.crossval_constants(written, "left_out_thread")
-                if leave_out and written.is_file()
-                else {}
-            )
+            # each fold is written as it ends (a run stopped midway keeps them)
             found = folds.cross_validate(
                 space,
                 fit.start_points(space, start, "full fit", result.constants),

@@ -291,6 +291,11 @@ def contention_figures(section: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def perf_binary() -> str:
+    """Return the perf that every pcplab call runs: PATH's, found once per call."""
+    return shutil.which("perf") or "perf"
+
+
 def probe() -> str | None:
     """Return None if `perf lock record` works here, else the reason it does not."""
     if os.geteuid() != 0:
@@ -354,7 +359,7 @@ class Recorder:
         with open(self.dir / "record.log", "wb") as log:
             self.proc = self.owner.spawn(
                 [
-                    shutil.which("perf") or "perf",
+                    perf_binary(),
                     *self.RECORD,
                     "-D",
                     "-1",
@@ -454,7 +459,7 @@ class Recorder:
         self.check_recorded()
         proc = subprocess.run(
             [
-                shutil.which("perf") or "perf",
+                perf_binary(),
                 "lock",
                 "contention",
                 "-i",

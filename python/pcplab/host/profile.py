@@ -88,7 +88,7 @@ def report(data: Path, comm: str, *extra: str) -> str:
     """Run `perf report` on DATA, COMM's samples only, with EXTRA options."""
     proc = subprocess.run(
         [
-            shutil.which("perf") or "perf",
+            lockstat.perf_binary(),
             "report",
             "-i",
             str(data),
