@@ -146,6 +146,38 @@ def test_a_fold_search_finds_its_rows_optimum(monkeypatch):
     assert fold.cost < 0.01 * middle
 
 
+def test_a_small_gain_on_a_secant_measures_again_and_searches_on(monkeypatch):
+    """FTOL ends a fold only after a step taken with a measured Jacobian.
+
+    The stand-in for scipy steps and reports a gain under FTOL (status 2):
+    its first call's last step was taken on a secant, so the search
+    measures again and calls it once more; that call's step, taken with
+    the measured Jacobian, ends the fold.
+    """
+    space = fit.Space.from_file(["smt_factor"])
+    _fake(monkeypatch, dict.fromkeys(fidelity.reference_machines(), 1.2))
+    calls = []
+
+    def steps(fun, x, jac, max_nfev, **_):
+        calls.append((x.copy(), jac.age, max_nfev))
+        jac(x)
+        # toward the rows' optimum (1.2): a full step, then a small one
+        for dx in (-0.2, -0.01) if len(calls) == 1 else (-0.01,):
+            x = x + dx
+            jac(x)  # accepted: the secant moves (the residuals are linear)
+        return type("Found", (), {"status": 2, "nfev": 2})()
+
+    monkeypatch.setattr(folds, "least_squares", steps)
+    runs = folds.SharedRuns(1)
+    everyone = list(fidelity.reference_machines())
+    log = []
+    folds.search(space, runs, everyone, space.middle(), 10, log.append)
+    assert len(calls) == 2, log
+    assert calls[1][1] == 0  # the second search starts on a measured Jacobian
+    assert calls[1][2] == 8  # and from what the first left of the budget
+    assert any("measured again" in line for line in log)
+
+
 def test_a_constant_its_rows_do_not_move_takes_its_unseen_value(monkeypatch):
     """A fold whose rows ignore a constant keeps the [unseen] value, not its start."""
     space = fit.Space.from_file(["smt_factor", "guest_miss_factor"])

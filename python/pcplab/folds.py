@@ -25,8 +25,10 @@ folds share their work:
   teach, so a machine fold begins where most of its own work is done.
 The search itself is scipy's least_squares (trust-region reflective,
 bounded) on the same [1, 2] log scale as pcplab.fit, and it stops when a
-step lowers the cost by less than FTOL of itself or after max_nfev
-steps; the fold keeps the lowest-cost point it ran.
+step taken with a freshly measured Jacobian lowers the cost by less than
+FTOL of itself, or after max_nfev steps in all (a small gain on a secant
+measures the Jacobian again and searches on); the fold keeps the
+lowest-cost point it ran.
 """
 
 from __future__ import annotations
@@ -131,20 +133,30 @@ class Broyden:
         self.j, self.x, self.f, self.fun = j, x.copy(), f, fun
         self.measure = measure
         self.measured = 1  # Jacobians measured, the start's included
+        self.age = 0  # secant updates since the Jacobian was last measured
+        self.step_age = 0  # the age of the Jacobian the last step was taken with
 
     def __call__(self, x: np.ndarray, *_: object) -> np.ndarray:
         """Return the Jacobian at X (measured, or moved by every step since)."""
         f, dx = self.fun(x), x - self.x
         if dx @ dx == 0:
             return self.j
+        self.step_age = self.age
         predicted = cost(self.f) - cost(self.f + self.j @ dx)
         if self.measure and cost(self.f) - cost(f) < REFRESH * predicted:
-            self.j = self.measure(x, f)
-            self.measured += 1
+            self.remeasure(x, f)
         else:
             self.j = self.j + np.outer(f - self.f - self.j @ dx, dx) / (dx @ dx)
+            self.age += 1
         self.x, self.f = x.copy(), f
         return self.j
+
+    def remeasure(self, x: np.ndarray, f: np.ndarray) -> None:
+        """Measure the Jacobian at X (FUN's value there: F), and search from X."""
+        assert self.measure is not None
+        self.j, self.x, self.f = self.measure(x, f), x.copy(), f
+        self.measured += 1
+        self.age = 0
 
 
 def search(
@@ -181,16 +193,21 @@ def search(
     f0 = fun(x0)
     j0 = measure(x0, f0)
     jac = Broyden(j0, x0, f0, fun, measure)
-    least_squares(
-        fun,
-        x0,
-        jac=jac,
-        bounds=(1, 2),
-        x_scale=0.1,
-        ftol=FTOL,
-        max_nfev=max(1, max_nfev),
-    )
-    log(f"{len(tried)} points, {jac.measured} Jacobians measured")
+    left = max(1, max_nfev)
+    while True:
+        found = least_squares(
+            fun, jac.x, jac=jac, bounds=(1, 2), x_scale=0.1, ftol=FTOL, max_nfev=left
+        )
+        left -= found.nfev
+        # a small gain ends the fold only when its step had a measured
+        # Jacobian: a secant that has drifted stalls far from the optimum
+        if found.status not in (2, 4) or left <= 0 or jac.step_age == 0:
+            break
+        if jac.age:
+            jac.remeasure(jac.x, jac.f)
+        log(f"a step on a {jac.step_age}-step secant gained little: measured again")
+    ended = "steps spent" if left <= 0 else f"converged (status {found.status})"
+    log(f"{len(tried)} points, {jac.measured} Jacobians measured, {ended}")
     best = min(tried, key=lambda k: cost(tried[k]))
     constants = space.unlearnt(space.from_unit(np.frombuffer(best)), j0, log)
     res = runs.rows(constants, only)
