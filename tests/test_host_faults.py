@@ -283,7 +283,12 @@ MODEL_RUNS = {
 @pytest.mark.parametrize("engine", MODEL_RUNS)
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL, signal.SIGHUP])
 def test_a_model_engine_dies_with_its_front_end(engine, signum):
-    """No engine runs on 1 s after pcplab got the signal; TERM/HUP say so."""
+    """No engine runs on 5 s after pcplab got the signal; TERM/HUP say so.
+
+    An engine left behind runs its 600 s; one that dies can still take over
+    a second to tear down a 192-CPU model's memory on a loaded 2-CPU guest
+    (a CI run beside a fidelity run missed 1 s once).
+    """
     proc = subprocess.Popen(
         _argv("run", *MODEL_RUNS[engine], "--duration", "600"),
         stdout=subprocess.DEVNULL,
@@ -294,7 +299,7 @@ def test_a_model_engine_dies_with_its_front_end(engine, signum):
     child = _engine_of(proc, f"pcplab-{engine}")
     proc.send_signal(signum)
     _, err = proc.communicate(timeout=30)
-    assert gone_within(child, 1.0)
+    assert gone_within(child, 5.0)
     assert proc.returncode in (128 + signum, -signum)
     if signum != signal.SIGKILL:
         name = signal.Signals(signum).name
