@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -165,7 +167,7 @@ def test_a_small_gain_on_a_secant_measures_again_and_searches_on(monkeypatch):
         for dx in (-0.2, -0.01) if len(calls) == 1 else (-0.01,):
             x = x + dx
             jac(x)  # accepted: the secant moves (the residuals are linear)
-        return type("Found", (), {"status": 2, "nfev": 2})()
+        return SimpleNamespace(status=2, nfev=2)
 
     monkeypatch.setattr(folds, "least_squares", steps)
     runs = folds.SharedRuns(1)

@@ -48,6 +48,7 @@ from pcplab.fit import FitResult, Space, cost, evaluate
 STEP = 0.05  # forward-difference step of a measured Jacobian, in [1, 2] units
 REFRESH = 0.25  # a step gaining less than this of its prediction re-measures
 FTOL = 0.01  # a step that lowers the cost by less than this share ends a fold
+SMALL_GAIN = (2, 4)  # least_squares' status when ftol ended it (alone, or with xtol)
 
 
 @dataclass(frozen=True)
@@ -201,7 +202,7 @@ def search(
         left -= found.nfev
         # a small gain ends the fold only when its step had a measured
         # Jacobian: a secant that has drifted stalls far from the optimum
-        if found.status not in (2, 4) or left <= 0 or jac.step_age == 0:
+        if found.status not in SMALL_GAIN or left <= 0 or jac.step_age == 0:
             break
         if jac.age:
             jac.remeasure(jac.x, jac.f)

@@ -292,7 +292,7 @@ def contention_figures(section: dict[str, Any]) -> dict[str, Any]:
 
 
 def perf_binary() -> str:
-    """Return the perf that every pcplab call runs: PATH's, found once per call."""
+    """Return the perf every pcplab command runs: PATH's, else the bare name."""
     return shutil.which("perf") or "perf"
 
 
