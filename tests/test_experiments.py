@@ -19,6 +19,7 @@ from pcplab import (
     experiments,
     fidelity,
     fidelity_doc,
+    folds,
     machines,
     reproduce,
 )
@@ -360,7 +361,7 @@ def test_the_summary_lists_held_out_machines_with_their_one_figure() -> None:
     )
 
 
-def test_the_summary_names_each_left_out_figures_fold_start() -> None:
+def test_the_summary_names_each_left_out_figures_fold_start(monkeypatch) -> None:
     """A left-out figure names its fold's start; a full-fit start is no prediction."""
     rows = [{"machine": "Haswell-EP", "batch": 31, "score": 1.0e7}]
     rows[0].update(score_published=1.05e7, zone_contention=None, lru_contention=None)
@@ -370,6 +371,13 @@ def test_the_summary_names_each_left_out_figures_fold_start() -> None:
     assert f"| -4.8% at 31 | {start} | yes |" in summary
     assert f"(folds started from {start}: 1 of 1)" in summary
     assert ("its figures are not predictions" in summary) == (start == "full fit")
+    # a fold resumed from one that began at the full fit is no prediction either
+    resumed = {"Haswell-EP": "full fit" + folds.RESUMED}
+    for starts in ({"Haswell-EP": "middle"}, resumed):
+        monkeypatch.setattr(basis, "fold_starts", lambda s=starts: s)
+        summary = fidelity_doc.render_summary({"aaron2018": rows}, {"aaron2018": rows})
+        caveat = "its figures are not predictions" in summary
+        assert caveat == (starts is resumed), summary
 
 
 def test_the_summary_gives_each_machine_its_threads_fold(monkeypatch) -> None:

@@ -148,13 +148,14 @@ def test_a_fold_search_finds_its_rows_optimum(monkeypatch):
     assert fold.cost < 0.01 * middle
 
 
-def test_a_small_gain_on_a_secant_measures_again_and_searches_on(monkeypatch):
-    """FTOL ends a fold only after a step taken with a measured Jacobian.
+@pytest.mark.parametrize("status", [2, 3, 4])  # ftol, xtol, both
+def test_a_stall_on_a_secant_measures_again_and_searches_on(monkeypatch, status):
+    """A stall (ftol, xtol) ends a fold only after a step with a measured Jacobian.
 
-    The stand-in for scipy steps and reports a gain under FTOL (status 2):
-    its first call's last step was taken on a secant, so the search
-    measures again and calls it once more; that call's step, taken with
-    the measured Jacobian, ends the fold.
+    The stand-in for scipy steps and reports a stall (STATUS): its first
+    call's last step was taken on a secant, so the search measures again
+    and calls it once more; that call's step, taken with the measured
+    Jacobian, ends the fold.
     """
     space = fit.Space.from_file(["smt_factor"])
     _fake(monkeypatch, dict.fromkeys(fidelity.reference_machines(), 1.2))
@@ -167,7 +168,7 @@ def test_a_small_gain_on_a_secant_measures_again_and_searches_on(monkeypatch):
         for dx in (-0.2, -0.01) if len(calls) == 1 else (-0.01,):
             x = x + dx
             jac(x)  # accepted: the secant moves (the residuals are linear)
-        return SimpleNamespace(status=2, nfev=2)
+        return SimpleNamespace(status=status, nfev=2)
 
     monkeypatch.setattr(folds, "least_squares", steps)
     runs = folds.SharedRuns(1)
@@ -178,6 +179,7 @@ def test_a_small_gain_on_a_secant_measures_again_and_searches_on(monkeypatch):
     assert calls[1][1] == 0  # the second search starts on a measured Jacobian
     assert calls[1][2] == 8  # and from what the first left of the budget
     assert any("measured again" in line for line in log)
+    assert "a 0-step secant" in log[-1]  # the last step had a measured Jacobian
 
 
 def test_a_constant_its_rows_do_not_move_takes_its_unseen_value(monkeypatch):
@@ -295,3 +297,46 @@ def test_a_thread_fold_starts_the_folds_of_its_own_machines_only(monkeypatch):
     found = folds.cross_validate(space, start, 1, 0, leave_out=[spr], threads=on_file)
     assert found[spr].start == "thread ying2023 fold"
     assert found[spr].constants["smt_factor"] == pytest.approx(1.2, abs=1e-3)
+
+
+def test_a_fold_on_file_resumes_where_it_stopped(monkeypatch):
+    """An earlier run's fold is a start for the same fold, under its first name.
+
+    Haswell-EP's rows want 1.2; the fold on file stopped at 1.19, nearer
+    than the middle, so the rerun resumes there and keeps that fold's start
+    (a Sobol point) marked resumed; Broadwell-EP's fold on file is no
+    start for Haswell-EP's.
+    """
+    space = fit.Space.from_file(["smt_factor"])
+    _fake(monkeypatch, dict.fromkeys(fidelity.reference_machines(), 1.2))
+    on_file = {
+        "Haswell-EP": ({"smt_factor": 1.19}, "sample 3 of 8"),
+        "Broadwell-EP": ({"smt_factor": 1.2}, "middle"),
+    }
+    start = {"middle": space.middle()}
+    found = folds.cross_validate(
+        space, start, 1, 0, leave_out=["Haswell-EP"], earlier=on_file
+    )
+    assert found["Haswell-EP"].constants["smt_factor"] == pytest.approx(1.19, 1e-3)
+    assert found["Haswell-EP"].start == "sample 3 of 8" + folds.RESUMED
+    # resumed again, it is named once
+    on_file["Haswell-EP"] = ({"smt_factor": 1.19}, found["Haswell-EP"].start)
+    again = folds.cross_validate(
+        space, start, 1, 0, leave_out=["Haswell-EP"], earlier=on_file
+    )
+    assert again["Haswell-EP"].start == "sample 3 of 8" + folds.RESUMED
+    # without it, the middle
+    found = folds.cross_validate(space, start, 1, 0, leave_out=["Haswell-EP"])
+    assert found["Haswell-EP"].start == "middle"
+
+
+def test_earlier_folds_reads_both_kinds_with_their_starts(tmp_path):
+    """fit.earlier_folds: machine and thread folds of a crossval.toml, by label."""
+    path = tmp_path / "crossval.toml"
+    one = fit.FitResult({"smt_factor": 1.25}, 1.0, [], 3, start="middle")
+    two = fit.FitResult({"smt_factor": 1.5}, 2.0, [], 4, start="sample 1 of 8")
+    fit.write_crossval(path, {"Haswell-EP": one, folds.THREAD + "aaron2018": two}, "d")
+    assert fit.earlier_folds(path) == {
+        "Haswell-EP": ({"smt_factor": 1.25}, "middle"),
+        folds.THREAD + "aaron2018": ({"smt_factor": 1.5}, "sample 1 of 8"),
+    }

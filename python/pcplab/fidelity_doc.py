@@ -82,7 +82,7 @@ def _tally(
     caveat = (
         " A fold started from the full fit has read the rows it leaves out "
         "through its start: its figures are not predictions."
-        if "full fit" in starts or "full fit" in by_thread
+        if any(s.startswith("full fit") for s in [*starts, *by_thread])
         else ""
     )
     thread = (

@@ -384,6 +384,21 @@ def write_crossval(
     tmp.replace(path)
 
 
+def earlier_folds(path: Path) -> dict[str, tuple[dict[str, float], str]]:
+    """Return PATH's folds by label (a machine, or "thread NAME"): constants, start.
+
+    PATH is the crossval.toml in `pcplab fit --out`: each fold there is a
+    start for the same fold run again (pcplab.folds, RESUMED).
+    """
+    found = crossval_constants(path, "left_out", "--out")
+    found |= {
+        THREAD + t: c
+        for t, c in crossval_constants(path, "left_out_thread", "--out").items()
+    }
+    starts = machines.read_toml(path).get("start", {})  # checked by the reads above
+    return {m: (c, str(starts.get(m, "an unrecorded start"))) for m, c in found.items()}
+
+
 def crossval_constants(
     path: Path | None = None, table: str = "left_out", option: str = "--folds"
 ) -> dict[str, dict[str, float]]:

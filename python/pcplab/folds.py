@@ -22,7 +22,10 @@ folds share their work:
 - the thread folds run first, and each one's constants are a start for
   the folds of its machines: fitted without any row of the thread, they
   have seen none of that machine's, and they hold what the other threads
-  teach, so a machine fold begins where most of its own work is done.
+  teach, so a machine fold begins where most of its own work is done;
+- a fold on file from an earlier run is one more start for the same fold
+  (it saw none of its rows either): a search stopped early resumes where it
+  stopped, and its start keeps the first run's name, marked RESUMED.
 The search itself is scipy's least_squares (trust-region reflective,
 bounded) on the same [1, 2] log scale as pcplab.fit, and it stops when a
 step taken with a freshly measured Jacobian lowers the cost by less than
@@ -48,7 +51,11 @@ from pcplab.fit import FitResult, Space, cost, evaluate
 STEP = 0.05  # forward-difference step of a measured Jacobian, in [1, 2] units
 REFRESH = 0.25  # a step gaining less than this of its prediction re-measures
 FTOL = 0.01  # a step that lowers the cost by less than this share ends a fold
-SMALL_GAIN = (2, 4)  # least_squares' status when ftol ended it (alone, or with xtol)
+# least_squares' statuses for a search that stalled: ftol (2), xtol (3) or
+# both (4). On a secant each is the same stall: the steps it rejected shrank
+# the trust region without ever moving the Jacobian (only accepted points do).
+STALLED = (2, 3, 4)
+RESUMED = " (resumed)"  # marks the start of a fold that went on from its earlier run
 
 
 @dataclass(frozen=True)
@@ -200,14 +207,21 @@ def search(
             fun, jac.x, jac=jac, bounds=(1, 2), x_scale=0.1, ftol=FTOL, max_nfev=left
         )
         left -= found.nfev
-        # a small gain ends the fold only when its step had a measured
-        # Jacobian: a secant that has drifted stalls far from the optimum
-        if found.status not in SMALL_GAIN or left <= 0 or jac.step_age == 0:
+        # a stall ends the fold only when its step had a measured Jacobian:
+        # a secant that has drifted stalls far from the optimum
+        if found.status not in STALLED or left <= 0 or jac.step_age == 0:
             break
         if jac.age:
             jac.remeasure(jac.x, jac.f)
-        log(f"a step on a {jac.step_age}-step secant gained little: measured again")
-    ended = "steps spent" if left <= 0 else f"converged (status {found.status})"
+        log(
+            f"stalled (status {found.status}) on a {jac.step_age}-step secant: "
+            "measured again"
+        )
+    ended = (
+        "steps spent"
+        if left <= 0
+        else f"converged (status {found.status}, a {jac.step_age}-step secant)"
+    )
     log(f"{len(tried)} points, {jac.measured} Jacobians measured, {ended}")
     best = min(tried, key=lambda k: cost(tried[k]))
     constants = space.unlearnt(space.from_unit(np.frombuffer(best)), j0, log)
@@ -231,6 +245,7 @@ def cross_validate(
     samples: int = 0,
     done: Callable[[dict[str, FitResult]], None] = lambda _: None,
     threads: dict[str, dict[str, float]] | None = None,
+    earlier: dict[str, tuple[dict[str, float], str]] | None = None,
 ) -> dict[str, FitResult]:
     """Fit every fold (or LEAVE_OUT's) from its best start; return them by label.
 
@@ -238,8 +253,11 @@ def cross_validate(
     the lowest is searched (0 steps: kept as it is). A thread's fold (from
     THREADS, a crossval.toml's, or fitted here) is one more start for the
     folds of its machines: it has seen none of their rows, and the other
-    threads' are fitted already. DONE gets the folds finished so far after
-    each one, so a run stopped midway keeps them.
+    threads' are fitted already. EARLIER (by fold label: its constants and
+    where its search began, an earlier crossval.toml's) is one more start for
+    that fold, which then keeps the first start's name, RESUMED. DONE gets
+    the folds finished so far after each one, so a run stopped midway keeps
+    them.
     """
     everyone = list(fidelity.reference_machines())
     points = dict(starts)
@@ -257,6 +275,9 @@ def cross_validate(
             for thread, constants in thread_folds.items()
             if set(fold.left_out) < set(of_thread.get(thread, ()))
         }
+        before = (earlier or {}).get(fold.label)
+        if before:
+            candidates[_EARLIER] = before[0]
         costs = {
             label: cost([v for *_, v in runs.rows(_fitted(space, p), only)])
             for label, p in candidates.items()
@@ -269,7 +290,7 @@ def cross_validate(
         else:
             res = runs.rows(start, only)
             result = FitResult(start, costs[label], res, 1, list(only))
-        result.start = label
+        result.start = label if label != _EARLIER else resumed(before[1])
         log(
             f"{fold.label}: cost {result.cost:.1f} after {result.evaluations} "
             f"points ({runs.ran} machine runs so far)"
@@ -279,6 +300,14 @@ def cross_validate(
             thread_folds[fold.label.removeprefix(THREAD)] = result.constants
         done(dict(out))
     return out
+
+
+_EARLIER = "its earlier fold"
+
+
+def resumed(start: str) -> str:
+    """Name the start of a fold resumed from an earlier run that began at START."""
+    return start if start.endswith(RESUMED) else start + RESUMED
 
 
 def _fitted(space: Space, point: dict[str, float]) -> dict[str, float]:

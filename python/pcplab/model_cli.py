@@ -155,7 +155,8 @@ def _average_seeds(ctx: click.Context, _param: click.Parameter, value: int) -> N
     metavar="N",
     help="Also refit without each thread's rows (every row of one mail) and "
     "without each machine's, N steps each (pcplab.folds); a thread's fold, "
-    "fitted here or in --out's crossval.toml, is a start for its machines'.",
+    "fitted here or in --out's crossval.toml, is a start for its machines', "
+    "and with --leave-out a fold on file there is a start for itself.",
 )
 @click.option(
     "--jacobian",
@@ -244,11 +245,12 @@ def fit_command(
     # folds run one at a time add up in one crossval.toml, whose thread
     # folds start the folds of their machines (read before any run)
     written = directory / "crossval.toml"
+    on_file = leave_out and written.is_file()
     threads = (
-        fit.crossval_constants(written, "left_out_thread", "--out")
-        if leave_out and written.is_file()
-        else {}
+        fit.crossval_constants(written, "left_out_thread", "--out") if on_file else {}
     )
+    # and each fold on file is a start for itself: a stopped search resumes
+    earlier = fit.earlier_folds(written) if on_file else {}
     fitted = machines.constants()
     # --max-nfev 0 keeps constants.toml: the folds' base, nothing searched
     main = (
@@ -291,6 +293,7 @@ def fit_command(
                     fit.write_crossval, written, day=day, keep_others=bool(leave_out)
                 ),
                 threads=threads,
+                earlier=earlier,
             )
             report["folds"] = {m: asdict(r) for m, r in found.items()}
         (directory / "fit.json").write_text(json.dumps(report, indent=1) + "\n")
