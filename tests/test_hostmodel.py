@@ -122,3 +122,31 @@ def test_the_models_sample_as_the_kernels_profile_was_sampled(event, instrument)
     row = {"engine": "calibrated", "instrument": chosen}
     said = hostmodel._instrument_note([row])
     assert bool(said) == (instrument == "perf-profile-cpu-clock")
+
+
+def test_the_kernel_runs_kernel_runs_times_and_its_row_has_the_spread(monkeypatch):
+    """One kernel run is no figure on a guest whose speed moves: [quick]'s N runs."""
+    pages = iter([90.0, 110.0, 100.0] * len(EXP["cases"]))
+    ran = []
+
+    def kernel(spec, profile_with):
+        ran.append(spec["workload"])
+        return _result(next(pages), {"clear_page_erms": 10.0}, {})
+
+    monkeypatch.setattr(calibrate, "measure", lambda: {})
+    monkeypatch.setattr(
+        hostmodel, "_profiles", lambda p: dict.fromkeys(hostmodel.MODELS)
+    )
+    monkeypatch.setattr(hostmodel, "_build", lambda: {"enabled": False})
+    monkeypatch.setattr(hostmodel, "execute_run", kernel)
+    monkeypatch.setattr(
+        hostmodel.runs, "run_specs", lambda specs, *_, **__: [_result(1, {}, {})] * 2
+    )
+    rows = hostmodel.run(True, 1)
+    runs_per_case = EXP["quick"]["kernel_runs"]
+    assert runs_per_case >= 3
+    assert len(ran) == runs_per_case * len(EXP["cases"])
+    host = [r for r in rows if r["engine"] == "host"]
+    assert len(host) == len(EXP["cases"])
+    assert host[0]["pages_per_s"] == 100.0
+    assert host[0]["pages_per_s_std"] == pytest.approx(10.0)

@@ -302,7 +302,7 @@ def cross_validate(
     return out
 
 
-_EARLIER = "its earlier fold"
+_EARLIER = "earlier fold"
 
 
 def resumed(start: str) -> str:
