@@ -12,7 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from pcplab import data, experiments, fidelity, fit, machines, model_cli, tolerance
+from pcplab import (
+    data,
+    experiments,
+    fidelity,
+    fit,
+    fit_search,
+    machines,
+    model_cli,
+    tolerance,
+)
 from pcplab.errors import BadInput
 from pcplab.experiments._common import profile_for
 
@@ -114,20 +123,32 @@ def test_each_start_choice_names_its_points():
     assert list(option.type.choices) == list(fit.STARTS)
 
 
-def test_a_search_from_two_starts_keeps_the_lower_cost(monkeypatch):
-    """--start both: each search runs from each start, the lower cost wins."""
-    found = {1.2: 5.0, 1.6: 3.0}  # smt_factor at the start -> cost there
+def _one_constant(monkeypatch, target):
+    """Make every machine's one residual 2 * (smt_factor - TARGET); log searches."""
+    searched = []
 
-    def settle(space, start, only, workers, max_nfev, log):
-        return fit.FitResult(dict(start), found[start["smt_factor"]], [], 1)
+    def evaluate(constants, only, workers):
+        return [(m, "score@31", 2 * (constants["smt_factor"] - target)) for m in only]
 
-    monkeypatch.setattr(fit, "fit", settle)
+    def search(space, runs, only, start, max_nfev, log):
+        searched.append(start["smt_factor"])
+        return fit_search.FitResult(dict(start), 0.0, [], 1)
+
+    monkeypatch.setattr(fit_search, "evaluate", evaluate)
+    monkeypatch.setattr(fit_search, "residuals", lambda rows: rows)
+    monkeypatch.setattr(fit_search, "search", search)
+    return searched
+
+
+def test_a_search_of_two_starts_starts_from_the_lower_cost(monkeypatch):
+    """--start both: the start of lower cost on the fitted rows is searched."""
     space = fit.Space.from_file(["smt_factor"])
     starts = {"a": {"smt_factor": 1.2}, "b": {"smt_factor": 1.6}}
-    best = fit.best_of(space, starts, ["Haswell-EP"], 1, 3)
-    assert (best.start, best.cost) == ("b", 3.0)
-    found.update({1.2: 2.0})
-    assert fit.best_of(space, starts, ["Haswell-EP"], 1, 3).start == "a"
+    searched = _one_constant(monkeypatch, 1.55)
+    best = fit_search.best_of(space, starts, ["Haswell-EP"], 1, 3)
+    assert (best.start, searched) == ("b", [pytest.approx(1.6, abs=1e-3)])
+    searched = _one_constant(monkeypatch, 1.25)
+    assert fit_search.best_of(space, starts, ["Haswell-EP"], 1, 3).start == "a"
 
 
 def test_folds_written_by_a_fit_are_read_back(tmp_path):
@@ -220,14 +241,14 @@ def test_a_small_fit_does_not_get_worse(monkeypatch):
         return rows
 
     evaluate.original = fit.evaluate
-    monkeypatch.setattr(fit, "evaluate", evaluate)
-    result = fit.fit(space, start, only, 2, max_nfev=3)
+    monkeypatch.setattr(fit_search, "evaluate", evaluate)
+    result = fit_search.search(space, fit_search.SharedRuns(2), only, start, 3)
     # the start is one point tried: a search that moved keeps what it found
     # only where it costs less, and its cost is that of its constants
     assert tried[0] == (900.0, pytest.approx(cost))
     assert result.evaluations == len(tried) >= 2
     best = min(tried, key=lambda t: t[1])
-    # (fit() keys a point by its search coordinate to 6 places: ~1e-6 apart)
+    # (search() keys a point by its search coordinate to 6 places: ~1e-6 apart)
     assert result.constants["fault_cycles_4"] == pytest.approx(best[0], rel=1e-5)
     assert result.cost == pytest.approx(best[1])
     assert result.cost < cost
@@ -245,7 +266,8 @@ def test_a_constant_no_row_moves_takes_its_unseen_value():
     start = {**machines.constants(), "guest_miss_factor": 2.5}
     unseen = space.unseen_values()["guest_miss_factor"]
     assert unseen != 2.5
-    result = fit.fit(space, start, ["Haswell-Desktop"], 2, max_nfev=1)
+    runs = fit_search.SharedRuns(2)
+    result = fit_search.search(space, runs, ["Haswell-Desktop"], start, 1)
     assert result.constants["guest_miss_factor"] == unseen
 
 
@@ -436,25 +458,20 @@ def test_the_best_sample_is_one_more_start(monkeypatch):
     """best_of(samples=N): the lowest-cost sample, judged on ONLY, is searched."""
     space = fit.Space.from_file(["smt_factor"])
     points = [p["smt_factor"] for p in space.samples(4)]
-    judged, searched = [], []
+    judged = []
+    searched = _one_constant(monkeypatch, points[2])
+    plain = fit_search.evaluate
 
-    def at(space_, start, only, workers):
+    def evaluate(constants, only, workers):
         judged.append(list(only))
-        return fit.FitResult(dict(start), abs(start["smt_factor"] - points[2]), [], 1)
+        return plain(constants, only, workers)
 
-    def settle(space_, start, only, workers, max_nfev, log):
-        searched.append(start["smt_factor"])
-        return fit.FitResult(
-            dict(start), 1.0 if start == {"smt_factor": 1.3} else 0.5, [], 1
-        )
-
-    monkeypatch.setattr(fit, "current", at)
-    monkeypatch.setattr(fit, "fit", settle)
-    best = fit.best_of(
+    monkeypatch.setattr(fit_search, "evaluate", evaluate)
+    best = fit_search.best_of(
         space, {"a": {"smt_factor": 1.3}}, ["Haswell-EP"], 1, 3, samples=4
     )
-    assert judged == [["Haswell-EP"]] * 4
-    assert searched == [1.3, points[2]]
+    assert judged == [["Haswell-EP"]] * 5  # the start and the four samples
+    assert searched == [pytest.approx(points[2], abs=1e-3)]
     assert best.start == "sample 3 of 4"
 
 

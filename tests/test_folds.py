@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from pcplab import experiments, fidelity, fit, folds, machines
+from pcplab import experiments, fidelity, fit, fit_search, folds, machines
 from pcplab.errors import BadInput
 
 AARON = ["Skylake-EX", "Broadwell-EP", "Haswell-Desktop", "Haswell-EP"]
@@ -49,15 +49,15 @@ def _fake(monkeypatch, targets, weight=None):
             for m in only
         ]
 
-    monkeypatch.setattr(folds, "evaluate", evaluate)
-    monkeypatch.setattr(folds, "residuals", lambda rows: rows)
+    monkeypatch.setattr(fit_search, "evaluate", evaluate)
+    monkeypatch.setattr(fit_search, "residuals", lambda rows: rows)
     return ran
 
 
 def test_shared_runs_run_each_machine_once_per_point(monkeypatch):
     """A second fold at a point already run reads it: only new machines run."""
     ran = _fake(monkeypatch, dict.fromkeys(AARON, 1.2))
-    runs = folds.SharedRuns(1)
+    runs = fit_search.SharedRuns(1)
     point = {"smt_factor": 1.1}
     first = runs.rows(point, AARON[:3])
     again = runs.rows(point, AARON[1:])
@@ -83,7 +83,7 @@ def test_broyden_meets_the_secant_of_every_step():
         return a @ x + np.array([x[0] ** 2, 0.0, 0.0])
 
     x0 = np.array([1.0, 1.0])
-    jac = folds.Broyden(np.eye(3, 2), x0, fun(x0), fun)
+    jac = fit_search.Broyden(np.eye(3, 2), x0, fun(x0), fun)
     assert np.array_equal(jac(x0), np.eye(3, 2))  # no step yet: the start's
     x1 = np.array([1.3, 0.8])
     j1 = jac(x1)
@@ -104,7 +104,7 @@ def test_a_step_short_of_its_prediction_measures_the_jacobian_again():
         return np.eye(2) * 7
 
     x0 = np.array([10.0, 10.0])
-    jac = folds.Broyden(np.eye(2), x0, fun(x0), fun, measure)
+    jac = fit_search.Broyden(np.eye(2), x0, fun(x0), fun, measure)
     jac(np.array([5.0, 5.0]))  # fell as much as predicted: a secant update
     assert measured == [] and jac.measured == 1
     assert np.allclose(jac.j @ np.array([-5.0, -5.0]), [-5.0, -5.0])
@@ -170,11 +170,11 @@ def test_a_stall_on_a_secant_measures_again_and_searches_on(monkeypatch, status)
             jac(x)  # accepted: the secant moves (the residuals are linear)
         return SimpleNamespace(status=status, nfev=2)
 
-    monkeypatch.setattr(folds, "least_squares", steps)
-    runs = folds.SharedRuns(1)
+    monkeypatch.setattr(fit_search, "least_squares", steps)
+    runs = fit_search.SharedRuns(1)
     everyone = list(fidelity.reference_machines())
     log = []
-    folds.search(space, runs, everyone, space.middle(), 10, log.append)
+    fit_search.search(space, runs, everyone, space.middle(), 10, log.append)
     assert len(calls) == 2, log
     assert calls[1][1] == 0  # the second search starts on a measured Jacobian
     assert calls[1][2] == 8  # and from what the first left of the budget
@@ -254,14 +254,14 @@ def test_a_run_stopped_midway_keeps_the_folds_it_finished(monkeypatch, tmp_path)
     """Each fold is written as it ends: a stop in the second keeps the first."""
     space = fit.Space.from_file(["smt_factor"])
     _fake(monkeypatch, dict.fromkeys(fidelity.reference_machines(), 1.2))
-    plain = folds.evaluate
+    plain = fit_search.evaluate
 
     def stop_in_second_fold(constants, only, workers):
         if "Broadwell-EP" in only:  # the Haswell-EP fold, which runs second
             raise KeyboardInterrupt
         return plain(constants, only, workers)
 
-    monkeypatch.setattr(folds, "evaluate", stop_in_second_fold)
+    monkeypatch.setattr(fit_search, "evaluate", stop_in_second_fold)
     path = tmp_path / "crossval.toml"
     with pytest.raises(KeyboardInterrupt):
         folds.cross_validate(

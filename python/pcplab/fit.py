@@ -2,10 +2,12 @@
 
 A machine differs from another only by its facts (machines/uarch.toml and
 its profile); the constants in machines/constants.toml are the same for
-all. This module fits the ones listed in that file's [fit] table over every
-reference row the experiments' [fit] tables name, with scipy's
-least_squares, and judges the fit on machines it has not seen: leave one
-machine out, fit on the rest, predict it.
+all. This module says what fitting the ones listed in that file's [fit]
+table means: their search space, every reference row the experiments'
+[fit] tables name run at a point, the cost, the starts, and the files a fit
+writes. The search is pcplab.fit_search's; the folds that judge the fit on
+machines it has not seen (leave one machine or thread out, fit on the
+rest, predict it) are pcplab.folds'.
 
 Every residual is an error divided by the tolerance the project holds the
 model to (each experiment module names its kinds of figure and tolerances:
@@ -24,12 +26,10 @@ from typing import Any
 
 import numpy as np
 import tomli_w
-from scipy.optimize import least_squares
 from scipy.stats import qmc
 
 from pcplab import fidelity, machines
 from pcplab.errors import BadInput
-from pcplab.experiments import residuals
 
 # How many seeds every evaluation of a fit averages (`pcplab fit --seeds`).
 _SEEDS: ContextVar[int] = ContextVar("fit_seeds", default=1)
@@ -189,47 +189,6 @@ class FitResult:
     start: str = ""  # which of the search's starts it came from
 
 
-def fit(
-    space: Space,
-    start: dict[str, float],
-    only: Sequence[str],
-    workers: int,
-    max_nfev: int,
-    log: Callable[[str], None] = lambda _: None,
-) -> FitResult:
-    """Fit SPACE's constants on the rows of machines ONLY, from START."""
-    seen: dict[bytes, list[tuple[str, str, float]]] = {}
-
-    def values(key: bytes) -> np.ndarray:
-        return np.array([v for *_, v in seen[key]])
-
-    def trial(x: np.ndarray) -> np.ndarray:
-        key = np.round(x, 6).tobytes()
-        if key not in seen:
-            constants = space.from_unit(x)
-            seen[key] = residuals(evaluate(constants, only, workers))
-            log(f"trial {len(seen)}: cost {cost(values(key)):.1f} {constants}")
-        return values(key)
-
-    x0 = space.to_unit(start)
-    found = least_squares(
-        trial, x0, bounds=(1, 2), diff_step=0.02, x_scale=0.1, max_nfev=max_nfev
-    )
-    # the best point tried: finite-difference points included, since a
-    # simulation's residuals are not smooth enough for the last iterate to
-    # be the lowest
-    key = min(seen, key=lambda k: cost(values(k)))
-    res = seen[key]
-    constants = space.unlearnt(space.from_unit(np.frombuffer(key)), found.jac, log)
-    return FitResult(
-        constants=constants,
-        cost=cost(values(key)),
-        residuals=res,
-        evaluations=len(seen),
-        machines=list(only),
-    )
-
-
 # `pcplab fit --start`: which points each search starts from. "given" is
 # the point the search is handed (the main fit: constants.toml; a fold: the
 # main fit's result, which saw the machine the fold leaves out); "middle"
@@ -249,68 +208,6 @@ def start_points(
     """Return the named points --start CHOICE searches from (GIVEN as LABEL)."""
     points = {"given": (label, given), "middle": ("middle", given | space.middle())}
     return dict(points[name] for name in STARTS[choice])
-
-
-def best_of(
-    space: Space,
-    starts: dict[str, dict[str, float]],
-    only: Sequence[str],
-    workers: int,
-    max_nfev: int,
-    log: Callable[[str], None] = lambda _: None,
-    samples: int = 0,
-) -> FitResult:
-    """Fit from each of STARTS (0 steps: evaluate it); keep the lowest cost.
-
-    With SAMPLES, the best of that many quasi-random points (Space.samples)
-    is one more start. Every cost is on the rows of ONLY alone, so a fold
-    picks its starts without looking at the machine it leaves out.
-    """
-    starts = dict(starts)
-    if samples:
-        label, point = best_sample(space, samples, only, workers, log)
-        starts[label] = point
-    found = []
-    for label, start in starts.items():
-        log(f"from the {label}")
-        if max_nfev:
-            result = fit(space, start, only, workers, max_nfev, log)
-        else:
-            result = current(space, start, only, workers)
-        result.start = label
-        found.append(result)
-    return min(found, key=lambda r: r.cost)
-
-
-def best_sample(
-    space: Space,
-    n: int,
-    only: Sequence[str],
-    workers: int,
-    log: Callable[[str], None] = lambda _: None,
-) -> tuple[str, dict[str, float]]:
-    """Return the label and constants of the lowest-cost of N sampled points."""
-    points, costs = space.samples(n), []
-    for i, point in enumerate(points):
-        costs.append(current(space, point, only, workers).cost)
-        log(f"sample {i + 1} of {n}: cost {costs[-1]:.1f}")
-    best = int(np.argmin(costs))
-    return f"sample {best + 1} of {n}", points[best]
-
-
-def current(
-    space: Space, start: dict[str, float], only: Sequence[str], workers: int
-) -> FitResult:
-    """Return START as a fit result: its residuals on the rows of ONLY."""
-    constants = {k: start[k] for k in space.names}
-    res = residuals(evaluate(constants, only, workers))
-    return FitResult(
-        constants=constants,
-        cost=cost([v for *_, v in res]),
-        residuals=res,
-        evaluations=1,
-        machines=list(only),
-    )
 
 
 def write_constants(path: Path, fitted: dict[str, float], note: str) -> None:

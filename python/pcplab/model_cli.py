@@ -143,8 +143,9 @@ def _average_seeds(ctx: click.Context, _param: click.Parameter, value: int) -> N
     type=AsciiIntRange(0, 10000),
     default=40,
     show_default=True,
-    help="Steps of the least-squares search (each step runs every fitted row "
-    "once per constant); 0 keeps the current constants (to cross-validate them).",
+    help="Steps of the least-squares search (pcplab.fit_search: each step runs "
+    "every fitted row once; a Jacobian, once per constant, at the start and "
+    "where a step stalls); 0 keeps the current constants (to cross-validate them).",
 )
 @click.option(
     "--cross-validate",
@@ -171,8 +172,8 @@ def _average_seeds(ctx: click.Context, _param: click.Parameter, value: int) -> N
     show_default=True,
     help="Where the searches start: constants.toml (the folds: the full fit), "
     "the geometric middle of each constant's bounds (a fold from there has "
-    "learnt nothing from the machine it leaves out), both, each search "
-    "keeping the lower cost on the rows it fits, or only the best of "
+    "learnt nothing from the machine it leaves out), both (each search "
+    "from the one of lower cost on the rows it fits), or only the best of "
     "--samples N points.",
 )
 @click.option(
@@ -231,7 +232,7 @@ def fit_command(
     (docs/fidelity.md). Copy the written constants.toml and crossval.toml
     into python/pcplab/machines/ to make them the model's.
     """
-    from pcplab import fidelity, fit, folds
+    from pcplab import fidelity, fit, fit_search, folds
 
     runs.check_scheduler(scheduler)
     if leave_out and not folds_nfev:
@@ -260,7 +261,7 @@ def fit_command(
     )
     # every trial's runs go to the cluster, if one is named
     with runs.on_cluster(scheduler):
-        result = fit.best_of(
+        result = fit_search.best_of(
             space,
             main,
             everyone,
