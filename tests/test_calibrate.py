@@ -8,6 +8,7 @@ import subprocess
 import pytest
 
 from pcplab import calibrate, engine, machines
+from pcplab.host import profile as host_profile
 
 BUFFER = 64 << 20  # small enough for a test; cold only where the LLC is smaller
 
@@ -73,8 +74,9 @@ def _fake_benches(monkeypatch, kernel: dict | None = None, **hostcost_extra) -> 
     }
     benches = {"bench-hostcost": hostcost, "bench-fastpath": fastpath}
     monkeypatch.setattr(calibrate, "_bench", lambda name, *args: benches[name])
-    monkeypatch.setattr(calibrate, "_kernel_fault", lambda: kernel)
+    monkeypatch.setattr(calibrate, "_kernel_fault", lambda profile_with="off": kernel)
     monkeypatch.setattr(calibrate, "busy", lambda: None)
+    monkeypatch.setattr(host_profile, "probe", lambda: "no perf in this test")
     monkeypatch.setattr(calibrate, "_zero_loop_profile", lambda: "not in this test")
 
 
@@ -180,7 +182,7 @@ def test_the_kernels_fault_is_the_median_of_runs_spread_over_the_calibration(
         ]
     )
     _fake_benches(monkeypatch)
-    monkeypatch.setattr(calibrate, "_kernel_fault", lambda: next(runs))
+    monkeypatch.setattr(calibrate, "_kernel_fault", lambda _="off": next(runs))
     profile = calibrate.measure()
     median = calibrate.median_fault([{"fault_ns": 2000.0, "page_ns": 2500.0}])[0]
     derived = _derived(profile)
@@ -193,3 +195,36 @@ def test_the_kernels_fault_is_the_median_of_runs_spread_over_the_calibration(
         in (profile["source"])
     )
     assert calibrate.median_fault([None, None]) == (None, "")
+
+
+def test_a_perf_sample_is_the_slowdown_under_perf_over_its_samples(monkeypatch):
+    """perf_sample_ns: the median pair's slowdown under perf, over 4000 samples/s.
+
+    Plain runs of 2500, 2000 and 3200 ns a page, each followed by one under
+    perf record of 2750: +10%, +37.5% and -14%, the median pair 10% slower,
+    250 us of CPU a sample's share of it: 25 us a sample. Where perf cannot
+    run, no cost and no perf run.
+    """
+    plain = iter([2500.0, 2000.0, 3200.0])
+    ran = []
+
+    def kernel(profile_with="off"):
+        ran.append(profile_with)
+        page = next(plain) if profile_with == "off" else 2750.0
+        return {"fault_ns": page - 500.0, "page_ns": page}
+
+    _fake_benches(monkeypatch)
+    monkeypatch.setattr(calibrate, "_kernel_fault", kernel)
+    monkeypatch.setattr(host_profile, "probe", lambda: None)
+    profile = calibrate.measure()
+    assert ran == ["off", "perf"] * 3  # alternated: the drift falls on both
+    assert profile["costs"]["perf_sample_ns"] == pytest.approx(25000.0)
+    assert "the median pair +10.0%, at 4000 samples a second" in profile["source"]
+    assert "(400,000 -> 363,636, 500,000 -> 363,636" in profile["source"]
+    # perf faster than plain (the guest's drift): no cost, not a negative one
+    assert calibrate.perf_sample([{"page_ns": 2.0}], [{"page_ns": 1.9}])[0] == {
+        "perf_sample_ns": 0.0
+    }
+    assert calibrate.perf_sample([None], [{"page_ns": 1.9}]) == ({}, "")
+    _fake_benches(monkeypatch)
+    assert "perf_sample_ns" not in calibrate.measure()["costs"]

@@ -187,3 +187,32 @@ def test_cpu_clock_is_refused_where_the_model_has_no_map_of_interrupts():
     assert proc.returncode != 0 and not proc.stdout
     err = proc.stderr.decode().strip()
     assert len(err.splitlines()) == 1 and "not on 4.18" in err
+
+
+def test_a_measured_perf_sample_is_charged_instead_of_the_estimate():
+    """[costs] perf_sample_ns (calibrate's) is each sample's cost, and only under perf.
+
+    A guest's cpu-clock sample cost this host 30 us: the traced run slows by
+    what its samples were charged, and an untraced run ignores the cost.
+    """
+    machine = {**machines.load_profile("sapphire-rapids"), "costs": {}}
+    machine["costs"]["perf_sample_ns"] = 30000.0
+
+    def on(machine, instrument=None):
+        extra = {"instrument": instrument} if instrument else {}
+        return json.loads(raw_run({**SPEC, "machine": machine, **extra}))
+
+    plain = {**machines.load_profile("sapphire-rapids")}
+    estimate = on(plain, "perf-profile-cpu-clock")["instrument"]
+    measured = on(machine, "perf-profile-cpu-clock")
+    instr = measured["instrument"]
+    assert instr["costs_ns"]["sample"] == 30000.0
+    assert instr["costs_ns"]["sample_source"].startswith("measured")
+    assert estimate["costs_ns"]["sample"] < 30000.0
+    assert estimate["costs_ns"]["sample_source"] == "estimate"
+    assert instr["charged_ns"] == instr["samples"] * 30000.0
+    # 4000 samples a second of 30 us: about 12% of every CPU's time
+    assert 10 < instr["charged_pct_of_cpu_time"] < 13
+    untraced = [on(m)["throughput"]["ops_per_s"] for m in (machine, plain)]
+    assert untraced[0] == untraced[1]
+    assert measured["throughput"]["ops_per_s"] < 0.92 * untraced[0]

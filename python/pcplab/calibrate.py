@@ -85,12 +85,18 @@ def _bench(name: str, *args: str) -> dict[str, Any]:
     return json.loads(proc.stdout)
 
 
-def _kernel_fault() -> dict[str, float] | None:
-    """Time the kernel's own page fault with the host engine, if it runs."""
+KERNEL_RUN = {"engine": "host", "workload": "page_fault1", "tasks": 1, "duration_s": 2}
+
+
+def _kernel_fault(profile_with: str = "off") -> dict[str, float] | None:
+    """Time the kernel's own page fault with the host engine, if it runs.
+
+    PROFILE_WITH "perf": under `perf record -a -g`, as hostmodel profiles it.
+    """
+    from pcplab.host.execute import execute_run
+
     try:
-        result = engine.run(
-            {"engine": "host", "workload": "page_fault1", "tasks": 1, "duration_s": 2}
-        )
+        result = execute_run(dict(KERNEL_RUN), profile_with=profile_with)
     except Exception:  # noqa: BLE001 - no host engine: calibrate without it
         return None
     fault = (result.get("latency_ns") or {}).get("fault") or {}
@@ -165,6 +171,37 @@ def trap_split(zero_ns: float, found: dict[str, Any] | str) -> tuple[dict, str]:
         f"split by perf record ({found['event']}) of the zero-page loop: entry "
         f"{entry:.1f}%, return {back:.1f}%, {TRAP_HANDLED} {handled:.1f}%, "
         f"untimed system calls {untimed:.1f}%"
+    )
+
+
+# perf record's default frequency (tools/perf/builtin-record.c): the samples
+# a second of each busy CPU, cpu-clock's as the PMU's cycles'.
+PERF_SAMPLES_PER_S = 4000
+
+
+def perf_sample(
+    plain: list[dict[str, float] | None], profiled: list[dict[str, float] | None]
+) -> tuple[dict[str, float], str]:
+    """Return what one perf sample cost the kernel: perf_sample_ns, and how.
+
+    PLAIN[i] and PROFILED[i] are page_fault1 runs one after the other,
+    without and under `perf record -a -g`: a guest's page rate drifts over
+    a calibration (down by a fifth, start to end, here), so each pair is
+    compared, and the median pair's slowdown is spread over the samples a
+    second of the task's CPU takes. A slowdown below zero (the drift) is
+    no cost: 0.
+    """
+    both = zip(plain, profiled, strict=True)
+    pairs = [(p["page_ns"], q["page_ns"]) for p, q in both if p and q]
+    if not pairs:
+        return {}, ""
+    slower = sorted(traced / base - 1 for base, traced in pairs)
+    median = slower[(len(slower) - 1) // 2]
+    each = max(median, 0.0) * 1e9 / PERF_SAMPLES_PER_S
+    runs = ", ".join(f"{1e9 / b:,.0f} -> {1e9 / t:,.0f}" for b, t in pairs)
+    return {"perf_sample_ns": round(each, 1)}, (
+        f"page_fault1 without, then under perf record -a -g ({runs} pages/s): "
+        f"the median pair {median:+.1%}, at {PERF_SAMPLES_PER_S} samples a second"
     )
 
 
@@ -260,8 +297,13 @@ def measure() -> dict[str, Any]:
             "this host is busy while calibrating",
             [f"{load}: the clocks, latencies and costs measure the sharing"],
         )
-    # the kernel's fault at the start, the middle and the end (median_fault)
+    # the kernel's fault at the start, the middle and the end (median_fault),
+    # each beside a run under perf record where perf runs (perf_sample)
+    from pcplab.host import profile as host_profile
+
+    perf = "off" if host_profile.probe() else "perf"
     kernel_runs = [_kernel_fault()]
+    profiled = [_kernel_fault(perf)] if perf == "perf" else []
     fast = _bench("bench-fastpath")
     topology = host_topology()
     llc = _llc_bytes()
@@ -279,6 +321,8 @@ def measure() -> dict[str, Any]:
         "buddy_free_page_ns": per_page["free_pcppages_bulk"],
     }
     kernel_runs.append(_kernel_fault())
+    if perf == "perf":
+        profiled.append(_kernel_fault(perf))
     sources = ["bench-fastpath (native engine)", "bench-hostcost", _clear_source(hw)]
     if load:
         sources.append(f"measured busy ({load})")
@@ -318,10 +362,16 @@ def measure() -> dict[str, Any]:
         "costs": costs,
     }
     derived = _drop_refused(profile, sources)
-    kernel, runs = median_fault([*kernel_runs, _kernel_fault()])
+    kernel_runs.append(_kernel_fault())
+    kernel, runs = median_fault(kernel_runs)
     if kernel is not None:
         profile["costs"].update(_kernel_costs(derived, kernel))
         sources.append(f"host engine page_fault1 (the kernel's own faults), {runs}")
+    if perf == "perf":
+        profiled.append(_kernel_fault(perf))
+        sample, how = perf_sample(kernel_runs, profiled)
+        profile["costs"].update(sample)
+        sources.append(f"perf_sample_ns: {how}" if how else "no perf sample timed")
     profile["source"] = "pcplab calibrate: " + "; ".join(sources)
     return profile
 

@@ -79,6 +79,7 @@ COST_NAMES = (
     "mmap_ns",
     "list_add_check_ns",
     "list_del_check_ns",
+    "perf_sample_ns",  # an instrument's, not the kernel's: charged only under perf
 )
 LOCKS = ("queued", "ticket")
 # The facts every microarchitecture of uarch.toml gives (mem_gbs is measured);

@@ -65,9 +65,18 @@
  * was found published): the kernel's own budget per sample at its
  * defaults, perf_cpu_time_max_percent 25 of perf_event_max_sample_rate
  * 100000 per second (kernel/events/core.c lowers the rate when samples
- * take longer).
+ * take longer). A profile's [costs] perf_sample_ns replaces it where it
+ * was measured (pcplab calibrate: a guest's sample is a timer interrupt,
+ * whose cost is its hypervisor's).
  */
 #define PERF_SAMPLE_NS 2500.0
+
+/* The cost of one perf sample on this run's machine, ns. */
+static double perf_sample_ns(void)
+{
+	return sim_machine.perf_sample_ns >= 0 ? sim_machine.perf_sample_ns
+					       : PERF_SAMPLE_NS;
+}
 
 u32 sim_traced_funcs;
 bool sim_traces_nested;
@@ -125,7 +134,7 @@ void sim_instrument_start(const struct instrument *in)
 				? (u64)llround(PERF_PERIOD_CYCLES * 1000.0 /
 					       sim_machine.clock_ghz)
 				: ns_to_ps(1e9 / CPU_CLOCK_HZ);
-		instr.sample_ps = ns_to_ps(PERF_SAMPLE_NS);
+		instr.sample_ps = ns_to_ps(perf_sample_ns());
 		for (int cpu = 0; cpu < sim_machine.nr_cpus; cpu++)
 			sim_vcpu(cpu)->next_sample = sim_perf_period *
 						     (u64)(cpu + 1) /
@@ -224,7 +233,12 @@ cJSON *engine_instrument_json(const struct spec *s, const struct run_result *r)
 		cJSON_AddNumberToObject(c, "kretprobe", KRETPROBE_NS);
 	} else if (in->kind == INSTRUMENT_PERF_PROFILE ||
 		   in->kind == INSTRUMENT_PERF_PROFILE_CPU_CLOCK) {
-		cJSON_AddNumberToObject(c, "sample", PERF_SAMPLE_NS);
+		cJSON_AddNumberToObject(c, "sample", perf_sample_ns());
+		cJSON_AddStringToObject(
+			c, "sample_source",
+			sim_machine.perf_sample_ns >= 0
+				? "measured ([costs] perf_sample_ns)"
+				: "estimate");
 		cJSON_AddNumberToObject(c, "period",
 					(double)sim_perf_period / 1000.0);
 	}

@@ -103,6 +103,7 @@ struct sim_machine {
 	u64 cost[NR_COST_KINDS]; /* ps per unit, one task per core */
 	u64 hot_write_ps; /* writing a page whose lines the CPU holds */
 	double cost_override_ns[NR_COST_KINDS]; /* the profile's, or < 0 */
+	double perf_sample_ns; /* one perf sample: [costs]' measured, or < 0 */
 	u64 page_xfer_ps; /* PAGE_SIZE through one node's DRAM channels */
 	int clear_pages; /* pages of DRAM traffic a clear_page() makes */
 	u64 remote_page_ps; /* a remote page's first miss, beyond a local */
