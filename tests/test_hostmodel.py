@@ -133,11 +133,16 @@ def test_the_kernel_runs_kernel_runs_times_and_its_row_has_the_spread(monkeypatc
         ran.append(spec["workload"])
         return _result(next(pages), {"clear_page_erms": 10.0}, {})
 
-    monkeypatch.setattr(calibrate, "measure", lambda: {})
+    source = (
+        "pcplab calibrate: bench-hostcost; host engine page_fault1 (the kernel's "
+        "own faults), the median of 3 runs (1, 2, 3 pages/s); perf_sample_ns: x"
+    )
+    monkeypatch.setattr(calibrate, "measure", lambda: {"source": source})
     monkeypatch.setattr(
         hostmodel, "_profiles", lambda p: dict.fromkeys(hostmodel.MODELS)
     )
-    monkeypatch.setattr(hostmodel, "_build", lambda: {"enabled": False})
+    build = {"enabled": False, "source": "a test"}
+    monkeypatch.setattr(hostmodel, "_build", lambda: build)
     monkeypatch.setattr(hostmodel, "execute_run", kernel)
     monkeypatch.setattr(
         hostmodel.runs, "run_specs", lambda specs, *_, **__: [_result(1, {}, {})] * 2
@@ -150,3 +155,10 @@ def test_the_kernel_runs_kernel_runs_times_and_its_row_has_the_spread(monkeypatc
     assert len(host) == len(EXP["cases"])
     assert host[0]["pages_per_s"] == 100.0
     assert host[0]["pages_per_s_std"] == pytest.approx(10.0)
+    # the calibrated rows name the kernel runs their costs rest on
+    text = hostmodel.text(rows, EXP)
+    assert (
+        "calibration: host engine page_fault1 (the kernel's own faults), the "
+        "median of 3 runs (1, 2, 3 pages/s); perf_sample_ns: x\n" in text
+    )
+    assert "bench-hostcost" not in text
