@@ -293,8 +293,8 @@ def test_a_thread_fold_starts_the_folds_of_its_own_machines_only(monkeypatch):
     assert found["Haswell-EP"].start == "thread aaron2018 fold"
     assert found[spr].start == "middle"
     # a thread's fold on file (an earlier run's crossval.toml) is offered too
-    on_file = {"ying2023": {"smt_factor": 1.2}}
-    found = folds.cross_validate(space, start, 1, 0, leave_out=[spr], threads=on_file)
+    on_file = {folds.THREAD + "ying2023": ({"smt_factor": 1.2}, "middle")}
+    found = folds.cross_validate(space, start, 1, 0, leave_out=[spr], earlier=on_file)
     assert found[spr].start == "thread ying2023 fold"
     assert found[spr].constants["smt_factor"] == pytest.approx(1.2, abs=1e-3)
 

@@ -174,6 +174,26 @@ def trap_split(zero_ns: float, found: dict[str, Any] | str) -> tuple[dict, str]:
     )
 
 
+def _kernel_pair(with_perf: bool) -> tuple[dict | None, dict | None]:
+    """Time the kernel's fault, then (WITH_PERF) once more under perf record."""
+    return _kernel_fault(), _kernel_fault("perf") if with_perf else None
+
+
+# How calibrate's source names the kernel runs its costs rest on (its fault,
+# its perf sample): kernel_timing() reads them back.
+KERNEL_SOURCES = ("host engine page_fault1", "perf_sample_ns")
+
+
+def kernel_timing(source: str) -> str:
+    """Return the clauses of a profile's SOURCE that say how the kernel was timed.
+
+    A guest's page rate drifts over minutes: a model calibrated here follows
+    the runs calibrate timed (hostmodel prints them beside the kernel's).
+    """
+    clauses = source.removeprefix("pcplab calibrate: ").split("; ")
+    return "; ".join(c for c in clauses if c.startswith(KERNEL_SOURCES))
+
+
 # perf record's default frequency (tools/perf/builtin-record.c): the samples
 # a second of each busy CPU, cpu-clock's as the PMU's cycles'.
 PERF_SAMPLES_PER_S = 4000
@@ -301,9 +321,8 @@ def measure() -> dict[str, Any]:
     # each beside a run under perf record where perf runs (perf_sample)
     from pcplab.host import profile as host_profile
 
-    perf = "off" if host_profile.probe() else "perf"
-    kernel_runs = [_kernel_fault()]
-    profiled = [_kernel_fault(perf)] if perf == "perf" else []
+    with_perf = not host_profile.probe()
+    pairs = [_kernel_pair(with_perf)]
     fast = _bench("bench-fastpath")
     topology = host_topology()
     llc = _llc_bytes()
@@ -320,9 +339,7 @@ def measure() -> dict[str, Any]:
         "buddy_alloc_page_ns": per_page["rmqueue_bulk"],
         "buddy_free_page_ns": per_page["free_pcppages_bulk"],
     }
-    kernel_runs.append(_kernel_fault())
-    if perf == "perf":
-        profiled.append(_kernel_fault(perf))
+    pairs.append(_kernel_pair(with_perf))
     sources = ["bench-fastpath (native engine)", "bench-hostcost", _clear_source(hw)]
     if load:
         sources.append(f"measured busy ({load})")
@@ -362,16 +379,16 @@ def measure() -> dict[str, Any]:
         "costs": costs,
     }
     derived = _drop_refused(profile, sources)
-    kernel_runs.append(_kernel_fault())
-    kernel, runs = median_fault(kernel_runs)
+    pairs.append(_kernel_pair(with_perf))
+    plain, profiled = (list(runs) for runs in zip(*pairs, strict=True))
+    kernel, runs = median_fault(plain)
     if kernel is not None:
         profile["costs"].update(_kernel_costs(derived, kernel))
-        sources.append(f"host engine page_fault1 (the kernel's own faults), {runs}")
-    if perf == "perf":
-        profiled.append(_kernel_fault(perf))
-        sample, how = perf_sample(kernel_runs, profiled)
+        sources.append(f"{KERNEL_SOURCES[0]} (the kernel's own faults), {runs}")
+    if with_perf:
+        sample, how = perf_sample(plain, profiled)
         profile["costs"].update(sample)
-        sources.append(f"perf_sample_ns: {how}" if how else "no perf sample timed")
+        sources.append(f"{KERNEL_SOURCES[1]}: {how}" if how else "no perf sample timed")
     profile["source"] = "pcplab calibrate: " + "; ".join(sources)
     return profile
 

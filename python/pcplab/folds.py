@@ -86,24 +86,28 @@ def cross_validate(
     leave_out: Sequence[str] = (),
     samples: int = 0,
     done: Callable[[dict[str, FitResult]], None] = lambda _: None,
-    threads: dict[str, dict[str, float]] | None = None,
     earlier: dict[str, tuple[dict[str, float], str]] | None = None,
 ) -> dict[str, FitResult]:
     """Fit every fold (or LEAVE_OUT's) from its best start; return them by label.
 
     STARTS and SAMPLES Sobol points are each judged on the fold's own rows;
-    the lowest is searched (0 steps: kept as it is). A thread's fold (from
-    THREADS, a crossval.toml's, or fitted here) is one more start for the
-    folds of its machines: it has seen none of their rows, and the other
-    threads' are fitted already. EARLIER (by fold label: its constants and
-    where its search began, an earlier crossval.toml's) is one more start for
-    that fold, which then keeps the first start's name, RESUMED. DONE gets
+    the lowest is searched (0 steps: kept as it is). EARLIER (by fold
+    label: its constants and where its search began, an earlier
+    crossval.toml's) is one more start for that fold, which then keeps the
+    first start's name, RESUMED. A thread's fold (EARLIER's, or fitted
+    here) is one more start for the folds of its machines: it has seen
+    none of their rows, and the other threads' are fitted already. DONE gets
     the folds finished so far after each one, so a run stopped midway keeps
     them.
     """
     everyone = list(fidelity.reference_machines())
     points = candidates(space, starts, samples)
-    thread_folds = dict(threads or {})
+    earlier = earlier or {}
+    thread_folds = {
+        label.removeprefix(THREAD): constants
+        for label, (constants, _) in earlier.items()
+        if label.startswith(THREAD)
+    }
     of_thread = fidelity.threads()
     runs = SharedRuns(workers)
     out = {}
@@ -115,7 +119,7 @@ def cross_validate(
             for thread, constants in thread_folds.items()
             if set(fold.left_out) < set(of_thread.get(thread, ()))
         }
-        before = (earlier or {}).get(fold.label)
+        before = earlier.get(fold.label)
         if before:
             mine[_EARLIER] = before[0]
         label, start, at = best_start(space, runs, only, mine)

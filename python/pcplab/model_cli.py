@@ -246,12 +246,8 @@ def fit_command(
     # folds run one at a time add up in one crossval.toml, whose thread
     # folds start the folds of their machines (read before any run)
     written = directory / "crossval.toml"
-    on_file = leave_out and written.is_file()
-    threads = (
-        fit.crossval_constants(written, "left_out_thread", "--out") if on_file else {}
-    )
-    # and each fold on file is a start for itself: a stopped search resumes
-    earlier = fit.earlier_folds(written) if on_file else {}
+    # (and each fold on file is a start for itself: a stopped search resumes)
+    earlier = fit.earlier_folds(written) if leave_out and written.is_file() else {}
     fitted = machines.constants()
     # --max-nfev 0 keeps constants.toml: the folds' base, nothing searched
     main = (
@@ -293,7 +289,6 @@ def fit_command(
                 done=partial(
                     fit.write_crossval, written, day=day, keep_others=bool(leave_out)
                 ),
-                threads=threads,
                 earlier=earlier,
             )
             report["folds"] = {m: asdict(r) for m, r in found.items()}

@@ -99,7 +99,7 @@ def run(quick: bool, workers: int, *, scheduler: Any = None) -> list[dict[str, A
     mode = mode_table(exp, quick)
     measured = calibrate.measure()
     profiles = _profiles(measured)
-    timed = _kernel_timing(measured.get("source", ""))
+    timed = calibrate.kernel_timing(measured.get("source", ""))
     build = _build()
     rows = []
     for case in _cases(exp):
@@ -124,20 +124,6 @@ def run(quick: bool, workers: int, *, scheduler: Any = None) -> list[dict[str, A
             if model == "calibrated":
                 rows[-1]["calibration"] = timed
     return rows
-
-
-# calibrate's source clauses on the kernel runs the calibrated costs rest on
-KERNEL_CLAUSES = ("host engine page_fault1", "perf_sample_ns")
-
-
-def _kernel_timing(source: str) -> str:
-    """Return the clauses of calibrate's SOURCE that say how it timed the kernel.
-
-    The guest's page rate drifts over minutes: the calibrated model follows
-    the runs calibrate timed, which the text shows beside the kernel's rows.
-    """
-    clauses = source.removeprefix("pcplab calibrate: ").split("; ")
-    return "; ".join(c for c in clauses if c.startswith(KERNEL_CLAUSES))
 
 
 def _instrument(kernel: dict[str, Any], exp: dict[str, Any]) -> str:

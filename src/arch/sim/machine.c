@@ -125,6 +125,15 @@ static const struct machine_key perf_sample_key = {
 	"perf_sample_ns", 0, 1e6, offsetof(struct sim_machine, perf_sample_ns)
 };
 
+/* The [costs] key named @name: a cost kind's, the perf sample's, or NULL. */
+static const struct machine_key *cost_key(const char *name)
+{
+	for (int i = 0; i < NR_COST_KINDS; i++)
+		if (!strcmp(name, cost_keys[i].name))
+			return &cost_keys[i];
+	return strcmp(name, perf_sample_key.name) ? NULL : &perf_sample_key;
+}
+
 static int fail(char *err, const char *what, const char *key)
 {
 	snprintf(err, ERRLEN, "machine profile: %s '%s'", what, key);
@@ -517,15 +526,9 @@ static int parse_overrides(const cJSON *costs, char *err)
 	if (!cJSON_IsObject(costs))
 		return fail(err, "needs a table", "costs");
 	cJSON_ArrayForEach (item, costs) {
-		const struct machine_key *k = cost_keys;
+		const struct machine_key *k = cost_key(item->string);
 
-		while (k < cost_keys + NR_COST_KINDS &&
-		       strcmp(item->string, k->name))
-			k++;
-		if (k == cost_keys + NR_COST_KINDS &&
-		    !strcmp(item->string, perf_sample_key.name))
-			k = &perf_sample_key;
-		else if (k == cost_keys + NR_COST_KINDS)
+		if (!k)
 			return fail(err, "has an unknown cost", item->string);
 		if (get_number(costs, k->name, k->lo, k->hi,
 			       (double *)((char *)&sim_machine + k->offset),
