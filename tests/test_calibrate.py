@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -221,6 +222,11 @@ def test_a_perf_sample_is_the_slowdown_under_perf_over_its_samples(monkeypatch):
     assert profile["costs"]["perf_sample_ns"] == pytest.approx(25000.0)
     assert "the median pair +10.0%, at 4000 samples a second" in profile["source"]
     assert "(400,000 -> 363,636, 500,000 -> 363,636" in profile["source"]
+    # the kernel runs its costs rest on, apart from the benches' facts, in a
+    # key of the profile's schema (hostmodel prints it)
+    timed = profile["kernel_timing"].split("; ")
+    assert [t.split(" ")[0] for t in timed] == ["host", "perf_sample_ns:"]
+    machines._check_types(Path("host.toml"), profile)
     # perf faster than plain (the guest's drift): no cost, not a negative one
     assert calibrate.perf_sample([{"page_ns": 2.0}], [{"page_ns": 1.9}])[0] == {
         "perf_sample_ns": 0.0

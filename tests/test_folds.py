@@ -293,7 +293,9 @@ def test_a_thread_fold_starts_the_folds_of_its_own_machines_only(monkeypatch):
     assert found["Haswell-EP"].start == "thread aaron2018 fold"
     assert found[spr].start == "middle"
     # a thread's fold on file (an earlier run's crossval.toml) is offered too
-    on_file = {folds.THREAD + "ying2023": ({"smt_factor": 1.2}, "middle")}
+    on_file = {
+        folds.THREAD + "ying2023": fit.EarlierFold({"smt_factor": 1.2}, "middle", 9)
+    }
     found = folds.cross_validate(space, start, 1, 0, leave_out=[spr], earlier=on_file)
     assert found[spr].start == "thread ying2023 fold"
     assert found[spr].constants["smt_factor"] == pytest.approx(1.2, abs=1e-3)
@@ -310,8 +312,8 @@ def test_a_fold_on_file_resumes_where_it_stopped(monkeypatch):
     space = fit.Space.from_file(["smt_factor"])
     _fake(monkeypatch, dict.fromkeys(fidelity.reference_machines(), 1.2))
     on_file = {
-        "Haswell-EP": ({"smt_factor": 1.19}, "sample 3 of 8"),
-        "Broadwell-EP": ({"smt_factor": 1.2}, "middle"),
+        "Haswell-EP": fit.EarlierFold({"smt_factor": 1.19}, "sample 3 of 8", 30),
+        "Broadwell-EP": fit.EarlierFold({"smt_factor": 1.2}, "middle", 12),
     }
     start = {"middle": space.middle()}
     found = folds.cross_validate(
@@ -319,24 +321,45 @@ def test_a_fold_on_file_resumes_where_it_stopped(monkeypatch):
     )
     assert found["Haswell-EP"].constants["smt_factor"] == pytest.approx(1.19, 1e-3)
     assert found["Haswell-EP"].start == "sample 3 of 8" + folds.RESUMED
-    # resumed again, it is named once
-    on_file["Haswell-EP"] = ({"smt_factor": 1.19}, found["Haswell-EP"].start)
+    # its points count the earlier search's: 30 there, 1 here (0 steps)
+    assert found["Haswell-EP"].points_run() == "31 points run"
+    # resumed again, it is named once; an earlier count not kept is not made up
+    on_file["Haswell-EP"] = fit.EarlierFold(
+        {"smt_factor": 1.19}, found["Haswell-EP"].start, None
+    )
     again = folds.cross_validate(
         space, start, 1, 0, leave_out=["Haswell-EP"], earlier=on_file
     )
     assert again["Haswell-EP"].start == "sample 3 of 8" + folds.RESUMED
+    assert again["Haswell-EP"].points_run() == "1 points run since it resumed"
     # without it, the middle
     found = folds.cross_validate(space, start, 1, 0, leave_out=["Haswell-EP"])
     assert found["Haswell-EP"].start == "middle"
 
 
 def test_earlier_folds_reads_both_kinds_with_their_starts(tmp_path):
-    """fit.earlier_folds: machine and thread folds of a crossval.toml, by label."""
+    """fit.earlier_folds: machine and thread folds of a crossval.toml, by label.
+
+    With the points each fold's searches ran: a resumed fold's earlier
+    ones added, none where the file before it did not keep them.
+    """
     path = tmp_path / "crossval.toml"
     one = fit.FitResult({"smt_factor": 1.25}, 1.0, [], 3, start="middle")
-    two = fit.FitResult({"smt_factor": 1.5}, 2.0, [], 4, start="sample 1 of 8")
-    fit.write_crossval(path, {"Haswell-EP": one, folds.THREAD + "aaron2018": two}, "d")
+    two = fit.FitResult(
+        {"smt_factor": 1.5}, 2.0, [], 4, start="sample 1 (resumed)", earlier_points=20
+    )
+    lost = fit.FitResult({"smt_factor": 1.4}, 2.0, [], 5, earlier_points=None)
+    written = {"Haswell-EP": one, folds.THREAD + "aaron2018": two, "Broadwell-EP": lost}
+    fit.write_crossval(path, written, "d")
     assert fit.earlier_folds(path) == {
-        "Haswell-EP": ({"smt_factor": 1.25}, "middle"),
-        folds.THREAD + "aaron2018": ({"smt_factor": 1.5}, "sample 1 of 8"),
+        "Haswell-EP": fit.EarlierFold({"smt_factor": 1.25}, "middle", 3),
+        folds.THREAD + "aaron2018": fit.EarlierFold(
+            {"smt_factor": 1.5}, "sample 1 (resumed)", 24
+        ),
+        "Broadwell-EP": fit.EarlierFold(
+            {"smt_factor": 1.4}, "an unrecorded start", None
+        ),
     }
+    notes = machines.read_toml(path)["fold"]
+    assert "24 points run (d)" in notes["thread aaron2018"]
+    assert "5 points run since it resumed" in notes["Broadwell-EP"]

@@ -133,11 +133,14 @@ def test_the_kernel_runs_kernel_runs_times_and_its_row_has_the_spread(monkeypatc
         ran.append(spec["workload"])
         return _result(next(pages), {"clear_page_erms": 10.0}, {})
 
-    source = (
-        "pcplab calibrate: bench-hostcost; host engine page_fault1 (the kernel's "
-        "own faults), the median of 3 runs (1, 2, 3 pages/s); perf_sample_ns: x"
+    timing = (
+        "host engine page_fault1 (the kernel's own faults), the median of 3 "
+        "runs (1, 2, 3 pages/s); perf_sample_ns: x"
     )
-    monkeypatch.setattr(calibrate, "measure", lambda: {"source": source})
+    measured = {"source": "pcplab calibrate: bench-hostcost; " + timing}
+    monkeypatch.setattr(
+        calibrate, "measure", lambda: measured | {"kernel_timing": timing}
+    )
     monkeypatch.setattr(
         hostmodel, "_profiles", lambda p: dict.fromkeys(hostmodel.MODELS)
     )

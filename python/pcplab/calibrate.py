@@ -179,21 +179,6 @@ def _kernel_pair(with_perf: bool) -> tuple[dict | None, dict | None]:
     return _kernel_fault(), _kernel_fault("perf") if with_perf else None
 
 
-# How calibrate's source names the kernel runs its costs rest on (its fault,
-# its perf sample): kernel_timing() reads them back.
-KERNEL_SOURCES = ("host engine page_fault1", "perf_sample_ns")
-
-
-def kernel_timing(source: str) -> str:
-    """Return the clauses of a profile's SOURCE that say how the kernel was timed.
-
-    A guest's page rate drifts over minutes: a model calibrated here follows
-    the runs calibrate timed (hostmodel prints them beside the kernel's).
-    """
-    clauses = source.removeprefix("pcplab calibrate: ").split("; ")
-    return "; ".join(c for c in clauses if c.startswith(KERNEL_SOURCES))
-
-
 # perf record's default frequency (tools/perf/builtin-record.c): the samples
 # a second of each busy CPU, cpu-clock's as the PMU's cycles'.
 PERF_SAMPLES_PER_S = 4000
@@ -382,14 +367,20 @@ def measure() -> dict[str, Any]:
     pairs.append(_kernel_pair(with_perf))
     plain, profiled = (list(runs) for runs in zip(*pairs, strict=True))
     kernel, runs = median_fault(plain)
+    # the kernel runs these costs rest on: a guest's page rate drifts over
+    # minutes, so a model calibrated here follows the runs timed here
+    # (hostmodel prints them beside the kernel's own)
+    timing = []
     if kernel is not None:
         profile["costs"].update(_kernel_costs(derived, kernel))
-        sources.append(f"{KERNEL_SOURCES[0]} (the kernel's own faults), {runs}")
+        timing.append(f"host engine page_fault1 (the kernel's own faults), {runs}")
     if with_perf:
         sample, how = perf_sample(plain, profiled)
         profile["costs"].update(sample)
-        sources.append(f"{KERNEL_SOURCES[1]}: {how}" if how else "no perf sample timed")
-    profile["source"] = "pcplab calibrate: " + "; ".join(sources)
+        timing.append(f"perf_sample_ns: {how}" if how else "no perf sample timed")
+    profile["source"] = "pcplab calibrate: " + "; ".join(sources + timing)
+    if timing:
+        profile["kernel_timing"] = "; ".join(timing)
     return profile
 
 

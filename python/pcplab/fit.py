@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import tomli_w
@@ -187,6 +187,23 @@ class FitResult:
     evaluations: int
     machines: list[str] = field(default_factory=list)
     start: str = ""  # which of the search's starts it came from
+    # points run by the earlier searches a resumed fold went on from
+    # (None: a crossval.toml from before [points] was kept)
+    earlier_points: int | None = 0
+
+    def points_run(self) -> str:
+        """Say how many points this fit ran, its earlier searches' included."""
+        if self.earlier_points is None:
+            return f"{self.evaluations} points run since it resumed"
+        return f"{self.evaluations + self.earlier_points} points run"
+
+
+class EarlierFold(NamedTuple):
+    """A fold on file in an earlier crossval.toml: a start for the same fold."""
+
+    constants: dict[str, float]
+    start: str  # where its first search began
+    points: int | None  # points its searches ran ([points]; None: not kept)
 
 
 # `pcplab fit --start`: which points each search starts from. "given" is
@@ -247,7 +264,7 @@ def write_crossval(
     KEEP_OTHERS the folds PATH already holds under other labels stay, so
     that folds run one at a time (`--leave-out`) add up to one file.
     """
-    tables = ("left_out", "left_out_thread", "start", "fold")
+    tables = ("left_out", "left_out_thread", "start", "points", "fold")
     doc: dict[str, dict[str, Any]] = {t: {} for t in tables}
     if keep_others and path.is_file():
         old = machines.read_toml(path, "--out", "give a directory of a fit")
@@ -265,8 +282,10 @@ def write_crossval(
             doc["left_out"][m] = r.constants
         if r.start:
             doc["start"][m] = r.start
+        if r.earlier_points is not None:
+            doc["points"][m] = r.evaluations + r.earlier_points
         doc["fold"][m] = (
-            f"cost {r.cost:.1f} on the rows it fits, {r.evaluations} points run ({day})"
+            f"cost {r.cost:.1f} on the rows it fits, {r.points_run()} ({day})"
         )
     tmp = path.with_suffix(".tmp")
     tmp.write_text(
@@ -275,14 +294,14 @@ def write_crossval(
         "# ([left_out]), and each thread's fitted without every row of its\n"
         "# mail ([left_out_thread]). `pcplab fidelity` predicts each machine\n"
         "# with its folds; [start] names where each fold's search began,\n"
-        "# [fold] what it reached.\n"
+        "# [points] how many points its searches ran, [fold] what it reached.\n"
         + tomli_w.dumps({t: v for t, v in doc.items() if v})
     )
     tmp.replace(path)
 
 
-def earlier_folds(path: Path) -> dict[str, tuple[dict[str, float], str]]:
-    """Return PATH's folds by label (a machine, or "thread NAME"): constants, start.
+def earlier_folds(path: Path) -> dict[str, EarlierFold]:
+    """Return PATH's folds by label (a machine, or "thread NAME").
 
     PATH is the crossval.toml in `pcplab fit --out`: each fold there is a
     start for the same fold run again (pcplab.folds, RESUMED).
@@ -292,8 +311,16 @@ def earlier_folds(path: Path) -> dict[str, tuple[dict[str, float], str]]:
         THREAD + t: c
         for t, c in crossval_constants(path, "left_out_thread", "--out").items()
     }
-    starts = machines.read_toml(path).get("start", {})  # checked by the reads above
-    return {m: (c, str(starts.get(m, "an unrecorded start"))) for m, c in found.items()}
+    doc = machines.read_toml(path)  # checked by the reads above
+    starts, points = doc.get("start", {}), doc.get("points", {})
+    return {
+        m: EarlierFold(
+            c,
+            str(starts.get(m, "an unrecorded start")),
+            points[m] if isinstance(points.get(m), int) else None,
+        )
+        for m, c in found.items()
+    }
 
 
 def crossval_constants(

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pcplab import fidelity
 from pcplab.errors import BadInput
 from pcplab.fidelity import THREAD
-from pcplab.fit import FitResult, Space
+from pcplab.fit import EarlierFold, FitResult, Space
 from pcplab.fit_search import SharedRuns, best_start, candidates, search
 
 RESUMED = " (resumed)"  # marks the start of a fold that went on from its earlier run
@@ -86,15 +86,15 @@ def cross_validate(
     leave_out: Sequence[str] = (),
     samples: int = 0,
     done: Callable[[dict[str, FitResult]], None] = lambda _: None,
-    earlier: dict[str, tuple[dict[str, float], str]] | None = None,
+    earlier: dict[str, EarlierFold] | None = None,
 ) -> dict[str, FitResult]:
     """Fit every fold (or LEAVE_OUT's) from its best start; return them by label.
 
     STARTS and SAMPLES Sobol points are each judged on the fold's own rows;
     the lowest is searched (0 steps: kept as it is). EARLIER (by fold
-    label: its constants and where its search began, an earlier
-    crossval.toml's) is one more start for that fold, which then keeps the
-    first start's name, RESUMED. A thread's fold (EARLIER's, or fitted
+    label, an earlier crossval.toml's) is one more start for that fold,
+    which then keeps the first start's name, RESUMED, and counts its
+    points. A thread's fold (EARLIER's, or fitted
     here) is one more start for the folds of its machines: it has seen
     none of their rows, and the other threads' are fitted already. DONE gets
     the folds finished so far after each one, so a run stopped midway keeps
@@ -104,8 +104,8 @@ def cross_validate(
     points = candidates(space, starts, samples)
     earlier = earlier or {}
     thread_folds = {
-        label.removeprefix(THREAD): constants
-        for label, (constants, _) in earlier.items()
+        label.removeprefix(THREAD): fold.constants
+        for label, fold in earlier.items()
         if label.startswith(THREAD)
     }
     of_thread = fidelity.threads()
@@ -121,11 +121,13 @@ def cross_validate(
         }
         before = earlier.get(fold.label)
         if before:
-            mine[_EARLIER] = before[0]
+            mine[_EARLIER] = before.constants
         label, start, at = best_start(space, runs, only, mine)
         log(f"leaving out {fold.label}: from the {label}, cost {at:.1f}")
         result = search(space, runs, only, start, max_nfev, log)
-        result.start = label if label != _EARLIER else resumed(before[1])
+        result.start = label
+        if label == _EARLIER and before:
+            result.start, result.earlier_points = resumed(before.start), before.points
         log(
             f"{fold.label}: cost {result.cost:.1f} after {result.evaluations} "
             f"points ({runs.ran} machine runs so far)"

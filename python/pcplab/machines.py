@@ -30,6 +30,7 @@ PROFILE_KEYS = {
     "name",
     "description",
     "source",
+    "kernel_timing",
     "used_by",
     "cpu_model",
     "topology",
@@ -272,7 +273,7 @@ def _check_types(path: Path, profile: dict[str, Any]) -> None:
             f"machine profile {path} has unknown keys {', '.join(unknown)}; "
             f"allowed: {', '.join(sorted(PROFILE_KEYS))}"
         )
-    for key in ("name", "cpu_model", "description", "source", "lock"):
+    for key in ("name", "cpu_model", "description", "source", "kernel_timing", "lock"):
         if key in profile and not isinstance(profile[key], str):
             raise BadInput(
                 f"machine profile {path}: {key} = {_shown(profile[key])} is "

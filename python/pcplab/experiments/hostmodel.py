@@ -99,7 +99,7 @@ def run(quick: bool, workers: int, *, scheduler: Any = None) -> list[dict[str, A
     mode = mode_table(exp, quick)
     measured = calibrate.measure()
     profiles = _profiles(measured)
-    timed = calibrate.kernel_timing(measured.get("source", ""))
+    timed = measured.get("kernel_timing", "")
     build = _build()
     rows = []
     for case in _cases(exp):
