@@ -191,11 +191,18 @@ class FitResult:
     # (None: a crossval.toml from before [points] was kept)
     earlier_points: int | None = 0
 
+    def total_points(self) -> int | None:
+        """Return the points of every search of this fit (None: not all kept)."""
+        if self.earlier_points is None:
+            return None
+        return self.evaluations + self.earlier_points
+
     def points_run(self) -> str:
         """Say how many points this fit ran, its earlier searches' included."""
-        if self.earlier_points is None:
+        total = self.total_points()
+        if total is None:
             return f"{self.evaluations} points run since it resumed"
-        return f"{self.evaluations + self.earlier_points} points run"
+        return f"{total} points run"
 
 
 class EarlierFold(NamedTuple):
@@ -282,8 +289,8 @@ def write_crossval(
             doc["left_out"][m] = r.constants
         if r.start:
             doc["start"][m] = r.start
-        if r.earlier_points is not None:
-            doc["points"][m] = r.evaluations + r.earlier_points
+        if r.total_points() is not None:
+            doc["points"][m] = r.total_points()
         doc["fold"][m] = (
             f"cost {r.cost:.1f} on the rows it fits, {r.points_run()} ({day})"
         )

@@ -403,10 +403,13 @@ void sim_machine_derive(const struct kernel_gen *gen, int tasks_per_node,
 	double fault =
 		gen && gen->folio_fault ? k->fault_cycles_6 : k->fault_cycles_4;
 	/*
-	 * The buddy's work per page differs by kernel generation as the
-	 * fault's does: 6.x reads each freed page's pageblock type and
-	 * accounts free pages per block, and the 2023 figures came from a
-	 * debug kernel. Its misses are the machine's, not the generation's.
+	 * The buddy's cycles per page differ by kernel generation as the
+	 * fault's do: one fitted factor from 6.6 on. The code from v4.18 to
+	 * v6.6 accounts for little of it (the v5.18 single-pass drain moved
+	 * the pcp list_del into the hold; the per-page pageblock re-read and
+	 * account_freepages() are v6.10), so most of it has no named commit
+	 * (constants.toml, docs/machines.md). Its misses are the machine's,
+	 * not the generation's.
 	 */
 	double zone_cycles =
 		gen && gen->folio_fault ? k->zone_cycles_6_factor : 1;
