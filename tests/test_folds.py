@@ -67,6 +67,21 @@ def test_shared_runs_run_each_machine_once_per_point(monkeypatch):
     assert first[1] == again[0]
 
 
+def test_folds_after_a_fit_read_its_runs_at_the_full_fit(monkeypatch):
+    """A fold that starts at the full fit reruns none of the fit's machines there."""
+    ran = _fake(monkeypatch, dict.fromkeys(fidelity.reference_machines(), 1.2))
+    space = fit.Space.from_file(["smt_factor"])
+    everyone = list(fidelity.reference_machines())
+    shared = fit_search.SharedRuns(1)
+    full = {"full fit": {"smt_factor": 1.1}}
+    fit_search.best_of(space, full, everyone, 1, 0, runs=shared)
+    assert ran == [everyone]
+    folds.cross_validate(space, full, 1, 0, leave_out=["Haswell-EP"], runs=shared)
+    assert ran == [everyone]  # the fold's start was run by the fit already
+    folds.cross_validate(space, full, 1, 0, leave_out=["Haswell-EP"])
+    assert len(ran) == 2  # a store of its own runs it again
+
+
 def test_a_machines_rows_are_the_same_alone_or_beside_others():
     """The cache keeps rows per machine: a row may not depend on who ran with it."""
     pair = ["Sandybridge-Desktop", "Coffee Lake Desktop"]

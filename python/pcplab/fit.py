@@ -313,12 +313,12 @@ def earlier_folds(path: Path) -> dict[str, EarlierFold]:
     PATH is the crossval.toml in `pcplab fit --out`: each fold there is a
     start for the same fold run again (pcplab.folds, RESUMED).
     """
-    found = crossval_constants(path, "left_out", "--out")
+    doc = machines.read_toml(path, "--out", _CROSSVAL_USAGE)
+    found = _fold_tables(doc, "left_out", f"--out {path}")
     found |= {
         THREAD + t: c
-        for t, c in crossval_constants(path, "left_out_thread", "--out").items()
+        for t, c in _fold_tables(doc, "left_out_thread", f"--out {path}").items()
     }
-    doc = machines.read_toml(path)  # checked by the reads above
     starts, points = doc.get("start", {}), doc.get("points", {})
     return {
         m: EarlierFold(
@@ -328,6 +328,9 @@ def earlier_folds(path: Path) -> dict[str, EarlierFold]:
         )
         for m, c in found.items()
     }
+
+
+_CROSSVAL_USAGE = "give a crossval.toml that `pcplab fit --cross-validate` wrote"
 
 
 def crossval_constants(
@@ -342,8 +345,14 @@ def crossval_constants(
         if not CROSSVAL.is_file():
             return {}
         return machines.read_toml(CROSSVAL).get(table, {})
-    usage = "give a crossval.toml that `pcplab fit --cross-validate` wrote"
-    doc = machines.read_toml(path, option, usage)
+    doc = machines.read_toml(path, option, _CROSSVAL_USAGE)
+    return _fold_tables(doc, table, f"{option} {path}")
+
+
+def _fold_tables(
+    doc: dict[str, Any], table: str, where: str
+) -> dict[str, dict[str, float]]:
+    """Return DOC's TABLE of folds, checked; WHERE names the file in an error."""
     if table not in doc and any(t in doc for t in ("left_out", "left_out_thread")):
         return {}  # folds of the other kind only (--leave-out a thread)
     folds = doc.get(table)
@@ -355,8 +364,9 @@ def crossval_constants(
         for c in folds.values()
     ):
         raise BadInput(
-            f"{option} {path}: no [{table}.NAME] tables of positive constants; {usage}"
+            f"{where}: no [{table}.NAME] tables of positive constants; "
+            f"{_CROSSVAL_USAGE}"
         )
     if table == "left_out":
-        fidelity.check_machines(folds, f"{option} {path} names")
+        fidelity.check_machines(folds, f"{where} names")
     return folds

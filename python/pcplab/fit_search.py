@@ -223,9 +223,14 @@ def best_of(
     max_nfev: int,
     log: Callable[[str], None] = lambda _: None,
     samples: int = 0,
+    runs: SharedRuns | None = None,
 ) -> FitResult:
-    """Fit ONLY's rows from the lowest-cost of STARTS and SAMPLES Sobol points."""
-    runs = SharedRuns(workers)
+    """Fit ONLY's rows from the lowest-cost of STARTS and SAMPLES Sobol points.
+
+    RUNS, shared with the folds that follow, keeps every machine's run at
+    every point for them (a fold from the full fit then runs it once).
+    """
+    runs = runs or SharedRuns(workers)
     label, start, at = best_start(space, runs, only, candidates(space, starts, samples))
     log(f"from the {label}, cost {at:.1f}")
     result = search(space, runs, only, start, max_nfev, log)

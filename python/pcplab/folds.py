@@ -87,6 +87,7 @@ def cross_validate(
     samples: int = 0,
     done: Callable[[dict[str, FitResult]], None] = lambda _: None,
     earlier: dict[str, EarlierFold] | None = None,
+    runs: SharedRuns | None = None,
 ) -> dict[str, FitResult]:
     """Fit every fold (or LEAVE_OUT's) from its best start; return them by label.
 
@@ -98,6 +99,7 @@ def cross_validate(
     here) is one more start for the folds of its machines: it has seen
     none of their rows, and the other threads' are fitted already. DONE gets
     the folds finished so far after each one, so a run stopped midway keeps
+    them. RUNS (the full fit's, or a new store) keeps every run for all of
     them.
     """
     everyone = list(fidelity.reference_machines())
@@ -109,7 +111,7 @@ def cross_validate(
         if label.startswith(THREAD)
     }
     of_thread = fidelity.threads()
-    runs = SharedRuns(workers)
+    runs = runs or SharedRuns(workers)
     out = {}
     for fold in every_fold(leave_out):
         only = fold.fitted_on(everyone)

@@ -257,6 +257,8 @@ def fit_command(
     )
     # every trial's runs go to the cluster, if one is named
     with runs.on_cluster(scheduler):
+        # one store of runs: the folds read the full fit's points from it
+        shared = fit_search.SharedRuns(jobs)
         result = fit_search.best_of(
             space,
             main,
@@ -265,6 +267,7 @@ def fit_command(
             max_nfev,
             click.echo,
             samples if max_nfev else 0,
+            shared,
         )
         day = time.strftime("%Y-%m-%d")
         seeds = fit.seeds_per_evaluation()
@@ -290,6 +293,7 @@ def fit_command(
                     fit.write_crossval, written, day=day, keep_others=bool(leave_out)
                 ),
                 earlier=earlier,
+                runs=shared,
             )
             report["folds"] = {m: asdict(r) for m, r in found.items()}
         (directory / "fit.json").write_text(json.dumps(report, indent=1) + "\n")
