@@ -64,6 +64,8 @@ struct sim_constants {
 	double fault_cycles_4; /* a 4.x page fault's core work */
 	double fault_cycles_6; /* ... on the folio fault path (5.16+) */
 	double kpti_fault_cycles; /* CR3 switches of a KPTI entry and exit */
+	double fault_trap_cycles; /* the bare exception's delivery and entry */
+	double fault_trap_return_cycles; /* ... and its return to user */
 	double fault_misses; /* lines a fault misses (struct page, ptes) */
 	double clear_bytes_per_cycle; /* clear_page() at the core's speed */
 	double hot_write_bytes_per_cycle; /* a store to lines in L1/L2 */
@@ -102,6 +104,7 @@ struct sim_machine {
 	double miss_ns; /* a cold line, LLC or DRAM (sim_machine_derive) */
 	u64 cost[NR_COST_KINDS]; /* ps per unit, one task per core */
 	u64 hot_write_ps; /* writing a page whose lines the CPU holds */
+	u64 fault_bare_ps; /* the bare exception, out of the fitted fault */
 	double cost_override_ns[NR_COST_KINDS]; /* the profile's, or < 0 */
 	double perf_sample_ns; /* one perf sample: [costs]' measured, or < 0 */
 	u64 page_xfer_ps; /* PAGE_SIZE through one node's DRAM channels */
