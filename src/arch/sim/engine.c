@@ -197,11 +197,10 @@ static void set_costs(struct vcpu *v, const int *cpus, int tasks)
 	 * bare trap taken out of it included: naming where the fault's time
 	 * goes leaves each fault's time as it was (to a picosecond).
 	 */
-	v->hot.fault_var = min(
-		(u64)((double)(v->cost[COST_FAULT_BASE] +
-			       sim_machine.fault_bare_ps * f) *
-		      sim_machine.work_cv),
-		v->cost[COST_FAULT_BASE]);
+	v->hot.fault_var = min((u64)((double)(v->cost[COST_FAULT_BASE] +
+					      sim_machine.fault_bare_ps * f) *
+				     sim_machine.work_cv),
+			       v->cost[COST_FAULT_BASE]);
 	v->hot.fault_fixed = v->cost[COST_FAULT_BASE] - v->hot.fault_var;
 }
 
