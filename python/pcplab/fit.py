@@ -289,8 +289,8 @@ def write_crossval(
             doc["left_out"][m] = r.constants
         if r.start:
             doc["start"][m] = r.start
-        if r.total_points() is not None:
-            doc["points"][m] = r.total_points()
+        if (total := r.total_points()) is not None:
+            doc["points"][m] = total
         doc["fold"][m] = (
             f"cost {r.cost:.1f} on the rows it fits, {r.points_run()} ({day})"
         )
@@ -305,6 +305,9 @@ def write_crossval(
         + tomli_w.dumps({t: v for t, v in doc.items() if v})
     )
     tmp.replace(path)
+
+
+_CROSSVAL_USAGE = "give a crossval.toml that `pcplab fit --cross-validate` wrote"
 
 
 def earlier_folds(path: Path) -> dict[str, EarlierFold]:
@@ -328,9 +331,6 @@ def earlier_folds(path: Path) -> dict[str, EarlierFold]:
         )
         for m, c in found.items()
     }
-
-
-_CROSSVAL_USAGE = "give a crossval.toml that `pcplab fit --cross-validate` wrote"
 
 
 def crossval_constants(

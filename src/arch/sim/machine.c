@@ -437,9 +437,14 @@ void sim_machine_derive(const struct kernel_gen *gen, int tasks_per_node,
 	 * per micro-architecture: constants.toml). The bare exception is
 	 * part of the fitted fault cycles, so it is taken out of
 	 * handle_mm_fault's share, never added: it says where the fault's
-	 * time goes. A profile's fault_trap_ns and fault_trap_return_ns are
-	 * measured (pcplab calibrate: read faults that map the zero page,
-	 * split by perf record).
+	 * time goes. perf_profile.c names the entry exc_page_fault (the C
+	 * handler, where a cpu-clock sample of it lands at the irq enable);
+	 * under cycles the hardware's delivery would sample in
+	 * asm_exc_page_fault's own entry code instead, a split the model does
+	 * not make: both are in asm_exc_page_fault's children, outside
+	 * handle_mm_fault's. A profile's fault_trap_ns and
+	 * fault_trap_return_ns are measured (pcplab calibrate: read faults
+	 * that map the zero page, split by perf record).
 	 */
 	kpti = hw->meltdown ? work_ps(k->kpti_fault_cycles) : 0;
 	fault_work = work_ps(fault);
