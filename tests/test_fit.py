@@ -194,7 +194,7 @@ def test_write_constants_keeps_comments_and_the_fit_table(tmp_path):
     path = tmp_path / "constants.toml"
     shutil.copy(machines.CONSTANTS, path)
     fitted = {"smt_factor": 1.234, "zone_lock_lines": 9.5, "guest_miss_factor": 3.0}
-    fit.write_constants(path, fitted, "test")
+    fit.write_constants(path, fitted, "test", ["aaron2018", "lkp2023autotune"])
     text = path.read_text()
     doc = tomllib.loads(text)
     assert doc["smt_factor"] == 1.234 and doc["zone_lock_lines"] == 9.5
@@ -203,15 +203,20 @@ def test_write_constants_keeps_comments_and_the_fit_table(tmp_path):
     assert doc["fit"] == before["fit"] and doc["unseen"] == before["unseen"]
     assert "# a task whose SMT sibling is busy" in text
     assert text.count("# Last fit: test") == 1
+    # what the fit read is written; a run that searched nothing keeps it
+    assert doc["last_fit"] == {"experiments": ["aaron2018", "lkp2023autotune"]}
+    fit.write_constants(path, fitted, "kept", None)
+    assert tomllib.loads(path.read_text())["last_fit"] == doc["last_fit"]
 
 
 def test_reference_machines_have_profiles():
     """Every reference machine of every fitted experiment maps to a profile."""
     owner = fidelity.reference_machines()
     assert {"Haswell-EP", "Sandybridge-Desktop", "Cascade Lake Server"} <= set(owner)
-    for machine, name in owner.items():
-        profile = profile_for(experiments.load_experiment(name), machine)
-        machines.load_profile(profile)
+    for machine, names in owner.items():
+        for name in names:
+            profile = profile_for(experiments.load_experiment(name), machine)
+            machines.load_profile(profile)
 
 
 def test_an_unmapped_reference_machine_is_one_line(tmp_path, monkeypatch):
@@ -312,6 +317,11 @@ def _desktop_reference(
                 ),
             ]
             path.write_text("\n".join(keep) + "\n")
+    # the mined record's fit side is read too: none of its rows is MACHINES'
+    (reference / "record").mkdir()
+    for path in data.RECORD.glob("*.csv"):
+        header = path.read_text().splitlines()[0]
+        (reference / "record" / path.name).write_text(header + "\n")
     return reference
 
 

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import csv
 import re
+import shutil
 
-from pcplab import data, experiments, machines, recordlist
+import pytest
+
+from pcplab import basis, data, experiments, fidelity, folds, machines, recordlist
 from pcplab.experiments import _common, lkp2025basefaults, mel2022highorder
 
 LKP = (
@@ -251,3 +254,95 @@ def test_a_leaf_children_share_is_its_self_share_and_chains_are_lock_waits():
     assert fig(res, "self.handle_mm_fault") == 0.0  # nothing charged there
     assert fig(res, "score") == 1000.0
     assert fig(res, "lru_fault") == 0.0  # no lru_lock wait in the result
+
+
+def test_the_fit_reads_the_records_fit_side_and_never_its_held_out_rows():
+    """The record's fit-side hosts are fit machines; held-out hosts never are."""
+    owner = fidelity.reference_machines()
+    assert owner["lkp-skl-fpga01"] == [
+        "lkp2023allocscale",
+        "lkp2023autotune",
+        "lkp2024releasepages",
+    ]
+    held = {
+        _common.record_machine(r)
+        for p in data.RECORD.glob("*.csv")
+        for r in data.record_rows(p.stem)
+        if p.stem != "machines" and r["split"] == "heldout"
+    }
+    assert held and not held & set(owner)
+
+
+def test_a_held_out_row_on_a_fit_side_host_is_never_fitted(tmp_path):
+    """The split decides, row by row: a held-out row is not run by the fit."""
+    reference = tmp_path / "reference"
+    shutil.copytree(data.REFERENCE, reference)
+    shutil.copytree(data.RECORD, reference / "record")
+    exp = experiments.load_experiment("lkp2023autotune")
+    path = reference / "record" / f"{exp['record']}.csv"
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    fit_row = next(r for r in rows if r["test"] == exp["test"])
+    held = {**fit_row, "split": "heldout", "metric": "held.out.on.a.fit.host"}
+    moved = {**fit_row, "lkp_host": "lkp-held-out", "split": "heldout"}
+    with open(path, "a", newline="") as f:
+        csv.DictWriter(f, list(fit_row)).writerows([held, moved])
+    with data.reference_from(reference):
+        owner = fidelity.reference_machines()
+        record = data.record_rows(exp["record"])
+        only = ["lkp-held-out", "lkp-skl-fpga01"]
+        kept = _common.fit_side(exp, record, only)
+    assert "lkp-held-out" not in owner and "lkp-skl-fpga01" in owner
+    assert kept and all(r["lkp_host"] == "lkp-skl-fpga01" for r in kept)
+    assert all(r["split"] == "fit" for r in kept)
+    assert any(r["lkp_host"] == "lkp-held-out" for r in record)
+    # a machine of several threads is one fold: leaving it out leaves all
+    assert folds.every_fold(["lkp-skl-fpga01"])[0].left_out == ("lkp-skl-fpga01",)
+
+
+class _Ran(Exception):
+    """Raised by the fake run_specs once it has the specs of a fitted run."""
+
+
+def test_a_fitted_record_experiment_runs_the_fits_point_on_its_fit_side(
+    monkeypatch,
+):
+    """mode, only and constants reach every spec; another machine runs nothing."""
+    specs: list[dict] = []
+
+    def fake(name, given, workers, scheduler):
+        specs.extend(given)
+        if given:
+            raise _Ran
+        return []
+
+    monkeypatch.setattr(_common, "run_specs", fake)
+    exp = experiments.get("lkp2023autotune")
+    with pytest.raises(_Ran):
+        exp.run(
+            True,
+            1,
+            mode="fit",
+            only=["lkp-skl-fpga01"],
+            constants={"smt_factor": 1.77},
+        )
+    assert len(specs) == 2  # the parent and the commit
+    duration = exp.spec()["fit"]["duration_s"]
+    for spec in specs:
+        assert spec["machine"]["constants"]["smt_factor"] == 1.77
+        assert spec["duration_s"] == duration
+    specs.clear()
+    assert exp.run(True, 1, mode="fit", only=["Haswell-EP"]) == []
+    assert specs == []
+
+
+def test_a_newly_fitted_experiment_is_held_out_until_a_fit_reads_it(monkeypatch):
+    """constants.toml's [last_fit] decides in-sample; FITTED alone does not."""
+    figure = [("lkp-skl-fpga01", "score")]
+    assert "lkp2023autotune" not in experiments.read_by_fit()
+    assert basis.of("lkp2023autotune", figure, False).kind == basis.HELD_OUT
+    assert "lkp-skl-fpga01" not in fidelity.read_machines()
+    read = [*experiments.read_by_fit(), "lkp2023autotune"]
+    monkeypatch.setattr(experiments, "read_by_fit", lambda: read)
+    assert basis.of("lkp2023autotune", figure, False).kind == basis.IN_SAMPLE
+    assert fidelity.read_machines()["lkp-skl-fpga01"] == ["lkp2023autotune"]

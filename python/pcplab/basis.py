@@ -1,8 +1,9 @@
 """What a scored figure rests on: a row the fit read, a fold that left it out, neither.
 
-- in-sample: the fit read the figure's row (a FITTED experiment's
-  reference machine, at a row its TOML's [fit] table keeps: its `batch`
-  list, or every row without one);
+- in-sample: the fit the constants on file came from read the figure's
+  row (a machine of a FITTED experiment that constants.toml's [last_fit]
+  names, at a row its TOML's [fit] table keeps: its `batch` list, or
+  every row without one);
 - left out: the figure was run with the constants of the fold that left
   its machine out (machines/crossval.toml), which names where the fold's
   search started: a fold started from the full fit has seen its rows
@@ -11,8 +12,9 @@
   whose costs were measured on the very machine it is judged on (a
   calibrated profile beside the kernel it was calibrated on);
 - held out: no fit reads its row (pcplab/heldout/, a row of a fitted
-  experiment the [fit] table skips, this host); said when it runs on a
-  profile some fitted machine has.
+  experiment the [fit] table skips, the record's held-out side, a FITTED
+  experiment the last fit did not read yet, this host); said when it runs
+  on a profile some fitted machine has.
 
 An experiment added later needs nothing here: FITTED, its [fit] table and
 its [machines] (or `profile`) say it all.
@@ -98,18 +100,18 @@ def thread_fold_starts() -> dict[str, str]:
 
 
 def _fit_table(name: str) -> tuple[set[str], set[str] | None]:
-    """Return the reference machines experiment NAME's fit reads and its row labels.
+    """Return the machines experiment NAME's fit read and its row labels.
 
-    The labels are None where the [fit] table keeps every row.
+    Only a fit the constants on file came from counts (read_by_fit): an
+    experiment made FITTED since reads none yet. The labels are None where
+    the [fit] table keeps every row.
     """
-    exp = experiments.get(name)
-    if not exp.fitted:
+    if name not in experiments.read_by_fit():
         return set(), set()
-    spec = exp.spec()
-    rows = experiments.reference_rows(spec["reference"]) if "reference" in spec else []
-    batches = spec.get("fit", {}).get("batch")
+    exp = experiments.get(name)
+    batches = exp.spec().get("fit", {}).get("batch")
     labels = None if batches is None else {str(b) for b in batches}
-    return {r["machine"] for r in rows}, labels
+    return set(exp.fit_machines()), labels
 
 
 def _read_by_fit(name: str, machine: str, row: str) -> bool:
@@ -147,7 +149,7 @@ def of(name: str, rests_on: Iterable[tuple[str, str]], left_out: bool) -> Basis:
     measured = experiments.get(name).spec().get("measured_rows", [])
     if any(row.startswith(tuple(measured)) for _, row in pairs):
         return Basis(IN_SAMPLE, "its costs measured on the machine it is judged on")
-    seen = fitted_profiles(experiments.fitted())
+    seen = fitted_profiles(experiments.read_by_fit())
     if any(_profile(name, m) in seen for m in machines_of):
         return Basis(HELD_OUT, "on a fitted machine's profile")
     return Basis(HELD_OUT)

@@ -97,11 +97,22 @@ def reference_file(name: str) -> Path:
     return path
 
 
+def record_dir() -> Path:
+    """Return the public record: reference_dir()'s record/ if it has one, else ours.
+
+    So a --reference of one's own figures can replace the mined record as
+    well as the reference CSVs (the fit reads both).
+    """
+    mine = reference_dir() / "record"
+    return mine if mine.is_dir() else RECORD
+
+
 def record_file(name: str) -> Path:
-    """Return the record CSV NAME.csv (pcplab/record/), or refuse in one line."""
-    path = RECORD / f"{name}.csv"
+    """Return the record CSV NAME.csv (record_dir()), or refuse in one line."""
+    where = record_dir()
+    path = where / f"{name}.csv"
     if not path.is_file():
-        raise BadInput(f"the public record {RECORD} has no {name}.csv")
+        raise BadInput(f"the public record {where} has no {name}.csv")
     return path
 
 

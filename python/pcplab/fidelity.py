@@ -15,7 +15,6 @@ from typing import Any
 
 from pcplab import experiments
 from pcplab.errors import BadInput
-from pcplab.experiments import load_experiment, reference_rows
 from pcplab.experiments._common import run_seeds
 from pcplab.repeats import combine_rows
 
@@ -30,14 +29,30 @@ def runners() -> dict[str, Callable[..., Rows]]:
     return {name: experiments.get(name).run for name in experiments.published()}
 
 
-def reference_machines() -> dict[str, str]:
-    """Map every reference machine of the fitted experiments to its experiment."""
-    out = {}
+def reference_machines() -> dict[str, list[str]]:
+    """Map every machine the fit reads to the fitted experiments that read it.
+
+    A machine of several threads (LKP's lkp-skl-fpga01 is in three reports)
+    is one machine: a fold that leaves it out leaves out all its rows.
+    """
+    out: dict[str, list[str]] = {}
     for name in experiments.fitted():
-        exp = load_experiment(name)
-        for row in reference_rows(exp["reference"]):
-            out.setdefault(row["machine"], name)
+        for machine in experiments.get(name).fit_machines():
+            out.setdefault(machine, []).append(name)
     return out
+
+
+def read_machines() -> dict[str, list[str]]:
+    """Map every machine the constants on file were fitted on to its experiments.
+
+    A machine only experiments made FITTED since the last fit read is not
+    here: its figures are predictions until a fit reads them.
+    """
+    read = set(experiments.read_by_fit())
+    out = {
+        m: [e for e in mine if e in read] for m, mine in reference_machines().items()
+    }
+    return {m: mine for m, mine in out.items() if mine}
 
 
 # A thread fold's label (pcplab.folds): "thread aaron2018".
@@ -46,10 +61,7 @@ THREAD = "thread "
 
 def threads() -> dict[str, list[str]]:
     """Map every fitted thread (experiment) to its reference machines."""
-    out: dict[str, list[str]] = {}
-    for machine, thread in reference_machines().items():
-        out.setdefault(thread, []).append(machine)
-    return out
+    return {name: experiments.get(name).fit_machines() for name in experiments.fitted()}
 
 
 def check_machines(names: Iterable[str], option: str) -> None:
@@ -76,7 +88,7 @@ def run_machines(
     owner = reference_machines()
     results = {}
     for name in experiments.fitted():
-        mine = [m for m in only if owner.get(m) == name]
+        mine = [m for m in only if name in owner.get(m, ())]
         if mine:
             results[name] = experiments.get(name).run(
                 quick, workers, mode=mode, only=mine, constants=constants

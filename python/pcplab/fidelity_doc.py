@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pcplab import basis, experiments, recordlist
-from pcplab.fidelity import Spread, reference_machines
+from pcplab.fidelity import Spread, read_machines
 from pcplab.render import md_table
 from pcplab.tolerance import Kind, Residual, published_of, worst_by_machine
 
@@ -137,7 +137,9 @@ def render_summary(
     inside = worst_by_machine(experiments.residuals(results), kinds)
     outside = worst_by_machine(experiments.residuals(cv or {}), kinds)
     threads = worst_by_machine(experiments.residuals(by_thread), kinds)
-    fitted, owners = reference_machines(), _owners(results)
+    # in-sample: the machines the constants on file were fitted on; the rows
+    # of a machine only a newly FITTED experiment reads are held out below
+    fitted, owners = read_machines(), _owners(results)
     rows = []
     hits = dict.fromkeys(("in", "out", "thread", "held", "seen"), 0)
     totals = dict.fromkeys(hits, 0)
@@ -145,7 +147,14 @@ def render_summary(
     thread_starts: dict[str, tuple[int, int]] = {}
     for machine in fitted:
         start = basis.fold_starts().get(machine, "no fold")
-        t_start = basis.thread_fold_starts().get(fitted[machine], "no fold")
+        t_start = next(
+            (
+                basis.thread_fold_starts()[t]
+                for t in fitted[machine]
+                if t in basis.thread_fold_starts()
+            ),
+            "no fold",
+        )
         count_out = _count(hits, totals, starts, "out", start)
         count_thread = _count(hits, totals, thread_starts, "thread", t_start)
         for kind, worst in inside.get(machine, {}).items():

@@ -234,14 +234,26 @@ def start_points(
     return dict(points[name] for name in STARTS[choice])
 
 
-def write_constants(path: Path, fitted: dict[str, float], note: str) -> None:
-    """Rewrite constants.toml with FITTED values, keeping its comments."""
+def write_constants(
+    path: Path, fitted: dict[str, float], note: str, read: Sequence[str] | None
+) -> None:
+    """Rewrite constants.toml with FITTED values, keeping its comments.
+
+    READ: the experiments whose rows the fit read, written to [last_fit]
+    (pcplab.experiments.read_by_fit); None keeps the file's (no search ran).
+    """
     lines = path.read_text().splitlines()
     out = []
     in_table = False  # the values are top-level keys; [unseen], [fit] follow
+    table = ""
     for line in lines:
         key = line.split("=", 1)[0].strip()
         in_table = in_table or line.lstrip().startswith("[")
+        if line.startswith("["):
+            table = line.split("]", 1)[0] + "]"
+        if table == "[last_fit]" and key == "experiments" and read is not None:
+            names = ", ".join(f'"{n}"' for n in read)
+            line = f"experiments = [{names}]"
         if key in fitted and not in_table and not line.lstrip().startswith("#"):
             comment = line[line.index("#") :] if "#" in line else ""
             text = (

@@ -1,10 +1,11 @@
 """What the fit has seen, and what a run on another machine extrapolates.
 
-The global constants are fitted on the rows of the FITTED experiments
-(pcplab.experiments), each run on the profiles its TOML's [machines] names,
-on its [spec] kernel (else the engines' default). Those machines' CPU
-counts, microarchitectures and kernels are the fit's reach; a run beyond
-it is an extrapolation, said in one line and carried as `outside_fit`.
+The global constants on file were fitted on the rows of the FITTED
+experiments their last fit read (pcplab.experiments.read_by_fit), each run
+on the profiles its TOML's [machines] names, on its [spec] kernel (else the
+engines' default). Those machines' CPU counts, microarchitectures and
+kernels are the fit's reach; a run beyond it is an extrapolation, said in
+one line and carried as `outside_fit`.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def reach() -> dict[str, Fitted]:
     """Return every machine the fitted experiments' rows ran on, by profile name."""
     kernels: dict[str, set[str]] = {}
     facts: dict[str, dict[str, Any]] = {}
-    for name in experiments.fitted():
+    for name in experiments.read_by_fit():
         kernel = experiment_kernel(experiments.load_experiment(name))
         for profile in fitted_profiles([name]):
             f = machines.fit_facts(profile)

@@ -94,7 +94,9 @@ def fidelity_command(
     )
     owner = fidelity.reference_machines()
     folds = {
-        m: c for m, c in fold_constants.items() if left_out and owner.get(m) in results
+        m: c
+        for m, c in fold_constants.items()
+        if left_out and results.keys() & set(owner.get(m, ()))
     }
     cv, seeds_out = fidelity.over_seeds(
         lambda: fidelity.left_out(folds, quick, jobs), seeds
@@ -102,7 +104,7 @@ def fidelity_command(
     threads = {
         m: c
         for m, c in fidelity.by_thread(fold_constants, thread_constants).items()
-        if left_out and owner.get(m) in results
+        if left_out and results.keys() & set(owner.get(m, ()))
     }
     by_thread = fidelity.over_seeds(
         lambda: fidelity.left_out(threads, quick, jobs), seeds
@@ -232,7 +234,7 @@ def fit_command(
     (docs/fidelity.md). Copy the written constants.toml and crossval.toml
     into python/pcplab/machines/ to make them the model's.
     """
-    from pcplab import fidelity, fit, fit_search, folds
+    from pcplab import experiments, fidelity, fit, fit_search, folds
 
     runs.check_scheduler(scheduler)
     if leave_out and not folds_nfev:
@@ -275,7 +277,8 @@ def fit_command(
             day += f", means of {seeds} seeds"
         note = f"{result.evaluations} trials, cost {result.cost:.1f} ({day})"
         shutil.copy(machines.CONSTANTS, directory / "constants.toml")
-        fit.write_constants(directory / "constants.toml", result.constants, note)
+        read = experiments.fitted() if max_nfev else None  # 0: nothing refitted
+        fit.write_constants(directory / "constants.toml", result.constants, note, read)
         report: dict[str, Any] = {"fit": asdict(result), "seeds": seeds}
         if folds_nfev:
             # a fold from the full fit starts where its left-out machine led;

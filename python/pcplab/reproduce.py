@@ -124,7 +124,7 @@ def left_out_rows(
     folds = {
         m: constants
         for m, constants in fit.crossval_constants().items()
-        if m in ran and owner.get(m) in results
+        if m in ran and results.keys() & set(owner.get(m, ()))
     }
     if not folds:
         return {}

@@ -32,10 +32,14 @@ Optional (the default in brackets):
 
   FITTED: bool [False]
       `pcplab fit` fits the global constants on its rows, and `pcplab
-      fidelity` predicts them left out. run() then also takes mode (a TOML
-      table to use instead of [quick]/[full], e.g. "fit"), only (reference
-      machines: the `machine` column of the CSV its TOML's `reference`
-      names) and constants (replacing constants.toml's).
+      fidelity` predicts them left out. Its TOML names a `reference` CSV
+      (every row fitted) or a `record` CSV (pcplab/record/: the rows whose
+      `split` is "fit"; _common.fit_machines). run() then also takes mode
+      (a TOML table to use instead of [quick]/[full], e.g. "fit"), only
+      (the fit's machines: the reference CSV's `machine` column, the
+      record's `lkp_host` or `machine`; given, a record experiment runs
+      only the fit side's rows of those) and constants (replacing
+      constants.toml's).
   KINDS: dict[str, pcplab.tolerance.Kind] [{}]
       The kinds of figure it is held to, each with its tolerance; the names
       are unique across the experiments.
@@ -67,8 +71,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from pcplab import charts, headers
-from pcplab.experiments._common import Option, load_experiment, reference_rows
+from pcplab import charts, headers, machines
+from pcplab.experiments._common import (
+    Option,
+    fit_machines,
+    load_experiment,
+    reference_rows,
+)
 from pcplab.render import scalars
 from pcplab.tolerance import Kind, Residual
 
@@ -81,6 +90,7 @@ __all__ = [
     "names",
     "options",
     "published",
+    "read_by_fit",
     "reference_rows",
     "registered",
     "residuals",
@@ -115,6 +125,10 @@ class Experiment:
     def spec(self) -> dict[str, Any]:
         """Return its TOML (pcplab.data finds it)."""
         return load_experiment(self.name)
+
+    def fit_machines(self) -> list[str]:
+        """Return the machines whose rows `pcplab fit` reads (none unless FITTED)."""
+        return fit_machines(self.spec()) if self.fitted else []
 
     def run(self, quick: bool, workers: int, **options: Any) -> Rows:
         """Run it (see the contract); return its rows."""
@@ -200,6 +214,17 @@ def get(name: str) -> Experiment:
 def fitted() -> list[str]:
     """Return the experiments whose rows the global constants are fitted on."""
     return [e.name for e in registered() if e.fitted]
+
+
+def read_by_fit() -> list[str]:
+    """Return the fitted experiments the constants on file were fitted on.
+
+    constants.toml's [last_fit] names them (`pcplab fit` writes it); one
+    made FITTED since has rows those constants never read, so its figures
+    are predictions until a fit reads them.
+    """
+    named = machines.read_toml(machines.CONSTANTS).get("last_fit", {})
+    return [n for n in fitted() if n in named.get("experiments", fitted())]
 
 
 def published() -> list[str]:

@@ -57,13 +57,49 @@ def load_experiment(name: str) -> dict[str, Any]:
     return spec
 
 
+def fit_machines(exp: dict[str, Any]) -> list[str]:
+    """Return the machines whose rows `pcplab fit` reads in experiment EXP.
+
+    A reference experiment's are its CSV's; a record experiment's are the
+    machines of its record's rows on the fit side (the record README's
+    split, chosen before any model run), never a held-out one's.
+    """
+    if "reference" in exp:
+        return list(
+            dict.fromkeys(r["machine"] for r in reference_rows(exp["reference"]))
+        )
+    # an LKP commit's experiment runs the rows of one test
+    rows = record_rows(exp["record"], "fit")
+    rows = [r for r in rows if r.get("test") == exp.get("test", r.get("test"))]
+    return list(dict.fromkeys(record_machine(r) for r in rows))
+
+
+def record_machine(row: dict[str, str]) -> str:
+    """Return the machine of a record row: LKP's host name, else its `machine`."""
+    return row.get("lkp_host") or row["machine"]
+
+
+def fit_side(
+    exp: dict[str, Any], rows: list[dict[str, str]], only: Sequence[str] | None
+) -> list[dict[str, str]]:
+    """Return a record experiment's ROWS, or with ONLY the fit side's of those.
+
+    `pcplab fit` and its folds name the machines (ONLY) whose rows they
+    read: a held-out row is never among them, even on a fit machine.
+    """
+    if only is None:
+        return rows
+    mine = set(only) & set(fit_machines(exp))
+    return [r for r in rows if r["split"] == "fit" and record_machine(r) in mine]
+
+
 def fitted_profiles(fitted: Sequence[str]) -> set[str]:
-    """Return the profiles of the machines of the FITTED experiments."""
-    return {
-        profile
-        for name in fitted
-        for profile in load_experiment(name).get("machines", {}).values()
-    }
+    """Return the profiles of the machines the FITTED experiments' fit reads."""
+    out = set()
+    for name in fitted:
+        exp = load_experiment(name)
+        out |= {profile_for(exp, m) for m in fit_machines(exp)}
+    return out
 
 
 def server_ticks(rows: list[dict[str, Any]]) -> list[tuple[float, str]]:
@@ -329,22 +365,29 @@ def _commit(exp: dict[str, Any], row: dict[str, str]) -> str:
 
 
 def lkp_change_run(
-    name: str, quick: bool, workers: int, scheduler: Any
+    name: str,
+    quick: bool,
+    workers: int,
+    scheduler: Any,
+    fit: FitOptions | None = None,
 ) -> list[dict[str, Any]]:
     """Run an LKP commit's parent ([base]) and each new kernel; a row per figure.
 
     The rows are the record CSV's rows of the TOML's `test` and `split`; each
-    carries the published base, new and change beside the model's.
+    carries the published base, new and change beside the model's. FIT:
+    what `pcplab fit` asks of a FITTED one (its mode, machines, constants).
     """
+    fit = fit or FitOptions()
     exp = load_experiment(name)
     rows = [
         r for r in record_rows(exp["record"], exp["split"]) if r["test"] == exp["test"]
     ]
+    rows = fit_side(exp, rows, fit.only)
     hosts = sorted({r["lkp_host"] for r in rows})
     news = new_kernels(exp)
-    base = {**exp["spec"], **timing(mode_table(exp, quick))}
+    base = {**exp["spec"], **timing(mode_table(exp, quick, fit.mode))}
     specs = [
-        pinned(sim_spec(profile_for(exp, h), **base, **side))
+        pinned(sim_spec(profile_for(exp, h), fit.constants, **base, **side))
         for h in hosts
         for side in (exp["base"], *news.values())
     ]
@@ -565,6 +608,19 @@ def lkp_plots(name: str, rows: list[dict[str, Any]], out: Path) -> list[Path]:
 
 
 @dataclass(frozen=True)
+class FitOptions:
+    """What `pcplab fit` asks of a FITTED experiment's run (the contract's).
+
+    MODE: the TOML table to run instead of [quick]/[full]; ONLY: the fit's
+    machines whose rows to run (None: every row); CONSTANTS: the point tried.
+    """
+
+    mode: str | None = None
+    only: Sequence[str] | None = None
+    constants: dict[str, float] | None = None
+
+
+@dataclass(frozen=True)
 class LkpChange:
     """The contract of an LKP commit experiment (pcplab/experiments/__init__.py).
 
@@ -581,10 +637,18 @@ class LkpChange:
         return lkp_kinds(self.prefix, self.split)
 
     def run(
-        self, quick: bool, workers: int, *, scheduler: Any = None
+        self,
+        quick: bool,
+        workers: int,
+        *,
+        scheduler: Any = None,
+        mode: str | None = None,
+        only: Sequence[str] | None = None,
+        constants: dict[str, float] | None = None,
     ) -> list[dict[str, Any]]:
         """Run the commit's parent ([base]) and the commit ([new])."""
-        return lkp_change_run(self.name, quick, workers, scheduler)
+        fit = FitOptions(mode, only, constants)
+        return lkp_change_run(self.name, quick, workers, scheduler, fit)
 
     def residuals(self, rows: list[dict[str, Any]]) -> list[Residual]:
         """Residuals of the score's change and the zone->lock and LRU shares."""

@@ -57,7 +57,7 @@ def run(quick: bool, workers: int, *, scheduler: Any = None) -> list[dict[str, A
     results = iter(run_specs(NAME, specs, workers, scheduler))
     from pcplab import experiments  # the registry imports this module
 
-    seen = fitted_profiles(experiments.fitted())
+    seen = fitted_profiles(experiments.read_by_fit())
     rows = []
     for r in thread:
         res = {b: next(results) for b in BATCHES}

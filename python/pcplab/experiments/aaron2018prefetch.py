@@ -63,7 +63,7 @@ def run(quick: bool, workers: int, *, scheduler: Any = None) -> list[dict[str, A
     )
     from pcplab import experiments  # the registry imports this module
 
-    seen = fitted_profiles(experiments.fitted())
+    seen = fitted_profiles(experiments.read_by_fit())
     held = (exp["kernel_row"], exp["patches"])
     rows = []
     for (machine, profile), res in zip(machines, results, strict=True):

@@ -2,11 +2,11 @@
 
 The kernel test robot's report of "mm: make folios_put() the basis of
 release_pages()" against its parent 5dad604809c5, and the retest in its
-thread with PAGEVEC_SIZE raised from 15 to 31: page_fault2, 104 processes
-on lkp-skl-fpga01 (pcplab/record/, split `fit`; not yet read by `pcplab
-fit`). The model's 6.6 (release_pages as the parent had it,
-`folios_put_release` off) against the same with `folios_put_release` (the
-commit, PAGEVEC_SIZE 15) and with `pagevec_size` 31 as well (the retest).
+thread with PAGEVEC_SIZE raised from 15 to 31: page_fault2, 104 processes on
+lkp-skl-fpga01 (pcplab/record/, split `fit`: `pcplab fit` reads it). The
+model's 6.6 (release_pages as the parent had it, `folios_put_release` off)
+against the same with `folios_put_release` (the commit, PAGEVEC_SIZE 15) and
+with `pagevec_size` 31 as well (the retest).
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from pcplab.experiments._common import LkpChange, own_name
 from pcplab.stats import ALPHA, welch_p_of_means
 
 NAME = own_name(__name__)
+FITTED = True
 ORDER = 2024
-_EXP = LkpChange(NAME, "release", "record, fit split, not yet fitted")
+_EXP = LkpChange(NAME, "release", "record, fit split")
 KINDS = _EXP.kinds
 run, residuals, section = _EXP.run, _EXP.residuals, _EXP.section
 plots = _EXP.plots
