@@ -1,6 +1,6 @@
 """docs/fidelity.md: every reference row beside the model, in-sample and left out.
 
-The in-sample figure runs the constants fitted on every reference machine;
+The in-sample figure runs the constants fitted on every fit machine;
 the left-out figure runs, for each machine, the constants fitted without it
 (machines/crossval.toml, `pcplab fit --cross-validate`): what the model
 predicts for a machine it has never seen. The summary gives each machine's
@@ -245,19 +245,21 @@ def render_document(
     head = [
         SUMMARY_HEADING,
         "",
-        "In-sample: the constants of constants.toml, fitted on every "
-        "reference machine. Left out: for each machine, the constants of the "
-        "fold fitted without its rows (crossval.toml); `fold's start` says "
-        "where that fold's search began, and a fold started from the full fit "
-        "has read the rows it leaves out through its start, so its figure is "
-        "not a prediction. `within`: the left-out worst row is inside the "
-        "tolerance. `left out with its thread`: the same machine run with the "
-        "constants of the fold fitted without every row of its thread (its "
-        "mail: every machine of it left out at once), and where that fold "
-        "started. Below the reference machines, the held-out figures "
-        "(pcplab/heldout/, under their threads' machine names), which no fit "
-        "reads: their figure from constants.toml is a prediction, `fold's "
-        "start` says whether it ran on a profile some fitted machine has." + over,
+        "In-sample: the constants of constants.toml, fitted on every machine "
+        "of the experiments its [last_fit] names (the reference CSVs and the "
+        "fit side of the mined record). Left out: for each machine, the "
+        "constants of the fold fitted without its rows (crossval.toml); "
+        "`fold's start` says where that fold's search began, and a fold "
+        "started from the full fit has read the rows it leaves out through "
+        "its start, so its figure is not a prediction. `within`: the left-out"
+        " worst row is inside the tolerance. `left out with its thread`: the "
+        "same machine run with the constants of the fold fitted without every"
+        " row of its thread (its mail: every machine of it left out at once),"
+        " and where that fold started. Below the reference machines, the "
+        "held-out figures (pcplab/heldout/ under their threads' machine "
+        "names, the record's held-out side), which no fit reads: their figure"
+        " from constants.toml is a prediction, `fold's start` says whether it"
+        " ran on a profile some fitted machine has." + over,
         "",
     ]
     if results.keys() & set(experiments.fitted()):

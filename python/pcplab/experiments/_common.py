@@ -637,18 +637,13 @@ class LkpChange:
         return lkp_kinds(self.prefix, self.split)
 
     def run(
-        self,
-        quick: bool,
-        workers: int,
-        *,
-        scheduler: Any = None,
-        mode: str | None = None,
-        only: Sequence[str] | None = None,
-        constants: dict[str, float] | None = None,
+        self, quick: bool, workers: int, *, scheduler: Any = None, **fit: Any
     ) -> list[dict[str, Any]]:
-        """Run the commit's parent ([base]) and the commit ([new])."""
-        fit = FitOptions(mode, only, constants)
-        return lkp_change_run(self.name, quick, workers, scheduler, fit)
+        """Run the commit's parent ([base]) and the commit ([new]).
+
+        FIT: the contract's mode, only and constants (FitOptions' fields).
+        """
+        return lkp_change_run(self.name, quick, workers, scheduler, FitOptions(**fit))
 
     def residuals(self, rows: list[dict[str, Any]]) -> list[Residual]:
         """Residuals of the score's change and the zone->lock and LRU shares."""
