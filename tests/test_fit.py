@@ -491,3 +491,15 @@ def test_a_refused_start_writes_no_directory(pcplab, tmp_path):
     proc = pcplab("fit", "--start", "sample", "--out", out)
     assert proc.returncode == 2 and "--samples N" in proc.stderr
     assert not out.exists()
+
+
+def test_two_figures_under_one_label_are_refused_not_dropped():
+    """The search keys rows by (machine, label): a label twice would lose one."""
+
+    class Runs:
+        def rows(self, constants, only):
+            return [("m", "k@1", 1.0), ("m", "k@1", 2.0), ("m", "k@2", 0.5)]
+
+    space = fit.Space.from_file(["smt_factor"])
+    with pytest.raises(ValueError, match=r"share a label: m: k@1$"):
+        fit_search.search(space, Runs(), ["m"], space.middle(), 3)

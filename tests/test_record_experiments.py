@@ -142,6 +142,7 @@ def test_a_chain_a_commit_renamed_is_scored_on_the_side_that_ran_it():
         rows.append(
             {
                 "machine": r["lkp_host"],
+                "commit_new": r["commit_new"],
                 "metric": r["metric"],
                 "figure": figure,
                 "base_model": 1.0,
@@ -152,9 +153,13 @@ def test_a_chain_a_commit_renamed_is_scored_on_the_side_that_ran_it():
         )
     assert len(rows) == 4  # two chains, the report and the retest
     scored = _common.lkp_residuals("release", rows, exp["not_scored"])
-    assert sorted(name for _, name, _ in scored) == sorted(
-        ["release_lru@lru_free.base", "release_lru@lru_free.new"] * 2
-    )
+    # the parent's figure once, each commit's under its own label: the fit
+    # keys its rows by label, and a label twice would drop one from the cost
+    assert sorted(name for _, name, _ in scored) == [
+        "release_lru@lru_free.base",
+        "release_lru@lru_free.new.900a4f6f4408",
+        "release_lru@lru_free.new.99fbb6bfc16f",
+    ]
 
 
 def _record_machines() -> dict[str, dict[str, str]]:

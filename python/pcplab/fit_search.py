@@ -24,6 +24,7 @@ what the folds it may read found.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -129,7 +130,12 @@ def search(
         res = runs.rows(start, only)
         return FitResult(start, cost([v for *_, v in res]), res, 1, list(only))
     x0 = space.to_unit(start)
-    at_start = {(m, w): v for m, w, v in runs.rows(space.from_unit(x0), only)}
+    first = runs.rows(space.from_unit(x0), only)
+    at_start = {(m, w): v for m, w, v in first}
+    if len(at_start) != len(first):  # one would be lost from the cost
+        labels = Counter((m, w) for m, w, _ in first)
+        twice = sorted(f"{m}: {w}" for (m, w), n in labels.items() if n > 1)
+        raise ValueError(f"fitted figures share a label: {', '.join(twice)}")
     tried: dict[bytes, np.ndarray] = {}  # this search's points: the best is kept
     ran_at: dict[bytes, dict[str, float]] = {}  # the constants each point ran
 

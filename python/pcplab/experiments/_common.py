@@ -449,33 +449,30 @@ def lkp_residuals(
     """
     kinds = lkp_kinds(prefix, "")
     out: list[Residual] = []
+    # a retest compares several commits with one parent: each commit's
+    # figures are its own (labelled by it), the parent's are scored once
+    several = len({r.get("commit_new", "") for r in rows}) > 1
+    done: set[tuple[str, str]] = set()
+
+    def score(r: dict[str, Any], kind: str, label: str, side: str) -> None:
+        if several and side != "base":
+            label = f"{label}.{r['commit_new']}"
+        if (r["machine"], label) not in done:
+            done.add((r["machine"], label))
+            model, published = r[f"{side}_model"], r[f"{side}_published"]
+            add(out, kinds, r["machine"], kind, label, model, published)
+
     for r in rows:
         figure = r["figure"]
         if figure == "score" and ".per_" in r["metric"]:
-            add(
-                out,
-                kinds,
-                r["machine"],
-                f"{prefix}_change",
-                "score",
-                r["change_model"],
-                r["change_published"],
-            )
+            score(r, f"{prefix}_change", "score", "change")
         kind = {"zone": f"{prefix}_zone", "lru_": f"{prefix}_lru"}.get(figure[:4])
         if kind is None:
             continue
         for side in ("base", "new"):
             if {f"{figure}.{side}", f"{r['metric']}.{side}"} & set(not_scored):
                 continue
-            add(
-                out,
-                kinds,
-                r["machine"],
-                kind,
-                f"{figure}.{side}",
-                r[f"{side}_model"],
-                r[f"{side}_published"],
-            )
+            score(r, kind, f"{figure}.{side}", side)
     return out
 
 
