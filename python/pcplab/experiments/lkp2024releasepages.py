@@ -4,7 +4,7 @@ The kernel test robot's report of "mm: make folios_put() the basis of
 release_pages()" against its parent 5dad604809c5, and the retest in its
 thread with PAGEVEC_SIZE raised from 15 to 31: page_fault2, 104 processes on
 lkp-skl-fpga01 (pcplab/record/, split `fit`: `pcplab fit` reads it). The
-model's 6.6 (release_pages as the parent had it, `folios_put_release` off)
+model's 6.18 (release_pages as the parent had it, `folios_put_release` off)
 against the same with `folios_put_release` (the commit, PAGEVEC_SIZE 15) and
 with `pagevec_size` 31 as well (the retest).
 """
