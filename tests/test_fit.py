@@ -203,6 +203,11 @@ def test_write_constants_keeps_comments_and_the_fit_table(tmp_path):
     assert doc["fit"] == before["fit"] and doc["unseen"] == before["unseen"]
     assert "# a task whose SMT sibling is busy" in text
     assert text.count("# Last fit: test") == 1
+    # a note that ran on over several lines goes whole, not its first line
+    path.write_text(text.replace("# Last fit: test", "# Last fit: a\n# b runs on"))
+    fit.write_constants(path, fitted, "again", None)
+    assert "# b runs on" not in path.read_text()
+    assert "# Last fit: again\n\n" in path.read_text()
     # what the fit read is written; a run that searched nothing keeps it
     assert doc["last_fit"] == {"experiments": ["aaron2018", "lkp2023autotune"]}
     fit.write_constants(path, fitted, "kept", None)

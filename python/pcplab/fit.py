@@ -262,7 +262,14 @@ def write_constants(
             line = f"{text:<31} {comment}".rstrip()
         out.append(line)
     header = f"# Last fit: {note}"
-    out = [x for x in out if not x.startswith("# Last fit:")]
+    # the last fit's note ends the file's first comment block, whatever its
+    # lines (a note written by hand may run on): all of it goes
+    start = next((i for i, x in enumerate(out) if x.startswith("# Last fit:")), None)
+    if start is not None:
+        end = start + 1
+        while end < len(out) and out[end].startswith("#"):
+            end += 1
+        del out[start:end]
     out.insert(next(i for i, x in enumerate(out) if not x.startswith("#")), header)
     tmp = path.with_suffix(".tmp")
     tmp.write_text("\n".join(out) + "\n")
