@@ -341,13 +341,24 @@ def test_a_fitted_record_experiment_runs_the_fits_point_on_its_fit_side(
     assert specs == []
 
 
-def test_a_newly_fitted_experiment_is_held_out_until_a_fit_reads_it(monkeypatch):
+def test_a_newly_fitted_experiment_is_held_out_until_a_fit_reads_it(
+    monkeypatch, tmp_path
+):
     """constants.toml's [last_fit] decides in-sample; FITTED alone does not."""
     figure = [("lkp-skl-fpga01", "score")]
+    constants = tmp_path / "constants.toml"
+    text = machines.CONSTANTS.read_text()
+
+    def last_fit(names: list[str]) -> None:
+        start = text.index("\n[last_fit]") + 1
+        listed = ", ".join(f'"{n}"' for n in names)
+        constants.write_text(f"{text[:start]}[last_fit]\nexperiments = [{listed}]\n")
+
+    monkeypatch.setattr(machines, "CONSTANTS", constants)
+    last_fit(["aaron2018", "yafang2024", "ying2023"])  # before the record
     assert "lkp2023autotune" not in experiments.read_by_fit()
     assert basis.of("lkp2023autotune", figure, False).kind == basis.HELD_OUT
     assert "lkp-skl-fpga01" not in fidelity.read_machines()
-    read = [*experiments.read_by_fit(), "lkp2023autotune"]
-    monkeypatch.setattr(experiments, "read_by_fit", lambda: read)
+    last_fit(["aaron2018", "lkp2023autotune"])
     assert basis.of("lkp2023autotune", figure, False).kind == basis.IN_SAMPLE
     assert fidelity.read_machines()["lkp-skl-fpga01"] == ["lkp2023autotune"]
