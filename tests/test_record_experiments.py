@@ -296,7 +296,7 @@ def test_a_held_out_row_on_a_fit_side_host_is_never_fitted(tmp_path):
         owner = fidelity.reference_machines()
         record = data.record_rows(exp["record"])
         only = ["lkp-held-out", "lkp-skl-fpga01"]
-        kept = _common.fit_side(exp, record, only)
+        kept = _common.fit_side(record, only)
     assert "lkp-held-out" not in owner and "lkp-skl-fpga01" in owner
     assert kept and all(r["lkp_host"] == "lkp-skl-fpga01" for r in kept)
     assert all(r["split"] == "fit" for r in kept)

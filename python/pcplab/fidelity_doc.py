@@ -145,16 +145,12 @@ def render_summary(
     totals = dict.fromkeys(hits, 0)
     starts: dict[str, tuple[int, int]] = {}
     thread_starts: dict[str, tuple[int, int]] = {}
+    fold_of_thread = basis.thread_fold_starts()
     for machine in fitted:
         start = basis.fold_starts().get(machine, "no fold")
-        t_start = next(
-            (
-                basis.thread_fold_starts()[t]
-                for t in fitted[machine]
-                if t in basis.thread_fold_starts()
-            ),
-            "no fold",
-        )
+        # a machine of several threads: the first with a fold on file
+        t_starts = [fold_of_thread.get(t) for t in fitted[machine]]
+        t_start = next(filter(None, t_starts), "no fold")
         count_out = _count(hits, totals, starts, "out", start)
         count_thread = _count(hits, totals, thread_starts, "thread", t_start)
         for kind, worst in inside.get(machine, {}).items():

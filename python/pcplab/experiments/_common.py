@@ -80,7 +80,7 @@ def record_machine(row: dict[str, str]) -> str:
 
 
 def fit_side(
-    exp: dict[str, Any], rows: list[dict[str, str]], only: Sequence[str] | None
+    rows: list[dict[str, str]], only: Sequence[str] | None
 ) -> list[dict[str, str]]:
     """Return a record experiment's ROWS, or with ONLY the fit side's of those.
 
@@ -89,8 +89,7 @@ def fit_side(
     """
     if only is None:
         return rows
-    mine = set(only) & set(fit_machines(exp))
-    return [r for r in rows if r["split"] == "fit" and record_machine(r) in mine]
+    return [r for r in rows if r["split"] == "fit" and record_machine(r) in only]
 
 
 def fitted_profiles(fitted: Sequence[str]) -> set[str]:
@@ -382,7 +381,7 @@ def lkp_change_run(
     rows = [
         r for r in record_rows(exp["record"], exp["split"]) if r["test"] == exp["test"]
     ]
-    rows = fit_side(exp, rows, fit.only)
+    rows = fit_side(rows, fit.only)
     hosts = sorted({r["lkp_host"] for r in rows})
     news = new_kernels(exp)
     base = {**exp["spec"], **timing(mode_table(exp, quick, fit.mode))}
