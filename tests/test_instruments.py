@@ -220,6 +220,30 @@ def test_a_measured_perf_sample_is_charged_instead_of_the_estimate():
     assert measured["throughput"]["ops_per_s"] < 0.92 * untraced[0]
 
 
+def test_perf_shares_leave_out_the_samples_own_cost():
+    """A share is of the time perf can sample: its own samples are in no share.
+
+    perf report's percentages are of the samples taken, and no sample lands
+    in the handler taking one. One task on a guest whose cpu-clock sample
+    costs 30 us (12% of its time): the run slows, its shares do not thin.
+    """
+    machine = {**machines.load_profile("sapphire-rapids"), "costs": {}}
+    machine["costs"]["perf_sample_ns"] = 30000.0
+    spec = {**SPEC, "tasks": 1, "machine": machine, "duration_s": 0.3}
+    plain = json.loads(raw_run(spec))
+    traced = json.loads(raw_run({**spec, "instrument": "perf-profile-cpu-clock"}))
+    assert traced["instrument"]["charged_pct_of_cpu_time"] > 10
+    for kind in ("self", "children"):
+        shares = plain["perf_profile"][kind], traced["perf_profile"][kind]
+        for fn in ("clear_page_erms", "handle_mm_fault"):
+            if fn in shares[0]:
+                assert shares[1][fn] == pytest.approx(shares[0][fn], abs=1.0)
+    profile = traced["perf_profile"]
+    assert sum(profile["self"].values()) + profile["unattributed_pct"] == (
+        pytest.approx(100.0)
+    )
+
+
 def run_bare_trap(trap: float, back: float) -> dict:
     """Run one page_fault1 task on skylake-ex (KPTI) with this bare trap."""
     machine = machines.load_profile("skylake-ex")

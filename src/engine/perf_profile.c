@@ -368,6 +368,14 @@ cJSON *perf_profile_json(const struct spec *s, const struct run_result *r)
 
 	for (int i = 0; i < n; i++)
 		attributed += rows[i].ps;
+	/*
+	 * perf never samples its own sampling: the PMU is off in the PMI
+	 * handler, and a cpu-clock sample is the hrtimer interrupt that takes
+	 * it. Its shares are of the time it could sample, so the samples'
+	 * own cost leaves the whole, as it does in `perf report`.
+	 */
+	if (s->instrument.kind == INSTRUMENT_PERF_PROFILE || v.cpu_clock)
+		whole -= (double)t->prof_ps[PROF_INSTRUMENT];
 	/* the window is counted in ns, the terms in ps: within rounding */
 	whole = max(whole, attributed);
 	if (whole <= 0)
@@ -379,12 +387,13 @@ cJSON *perf_profile_json(const struct spec *s, const struct run_result *r)
 			  "each charged to the kernel function a cpu-clock "
 			  "sample would land in: where interrupts are enabled "
 			  "again (docs/machines.md, \"Where the cycles go\"); "
-			  "% of the CPU time of every task's measured window"
+			  "% of the CPU time of every task's measured window "
+			  "less the samples' own cost, which no sample sees"
 			: "the sim's cost terms, lock waits and hold starts, "
 			  "each charged to the kernel function a cycles sample "
 			  "would land in (docs/machines.md, \"Where the cycles "
 			  "go\"); % of the CPU time of every task's measured "
-			  "window");
+			  "window, less a perf-profile's own samples");
 	cJSON_AddNumberToObject(o, "cpu_time_s", whole / 1e12);
 	cJSON_AddItemToObject(o, "self", rows_json(rows, n, whole));
 	ch = cJSON_AddObjectToObject(o, "children");
