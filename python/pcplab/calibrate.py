@@ -90,7 +90,7 @@ def _bench(name: str, *args: str) -> dict[str, Any]:
 KERNEL_RUN = {"engine": "host", "workload": "page_fault1", "tasks": 1, "duration_s": 2}
 
 
-def _kernel_fault(profile_with: str = "off") -> dict[str, float] | None:
+def _kernel_fault(profile_with: str = "off") -> dict[str, Any] | None:
     """Time the kernel's own page fault with the host engine, if it runs.
 
     PROFILE_WITH "perf": under `perf record -a -g`, as hostmodel profiles it.
@@ -447,15 +447,12 @@ def measure() -> dict[str, Any]:
         profile["costs"].update(kernel_paths)
         sources[sources.index(_clear_source(hw))] += " (not charged: kernel_timing's)"
         derived = _drop_refused(profile, sources)
-    if kernel is not None:
+    if kernel is not None:  # a profiled run implies a plain one: paths need it
         profile["costs"].update(_kernel_costs(derived, kernel))
-        timing.append(f"host engine page_fault1 (the kernel's own faults), {runs}")
-    if kernel_paths:
-        timing.append(how_paths)
-    if kernel is not None:
         closed, how_closed = close_on_kernel(profile, kernel)
         profile["costs"].update(closed)
-        timing.append(how_closed)
+        timed = f"host engine page_fault1 (the kernel's own faults), {runs}"
+        timing += [t for t in (timed, how_paths, how_closed) if t]
     if with_perf:
         sample, how = perf_sample(plain, profiled)
         profile["costs"].update(sample)
