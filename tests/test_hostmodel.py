@@ -125,12 +125,16 @@ def test_the_models_sample_as_the_kernels_profile_was_sampled(event, instrument)
 
 
 def test_the_kernel_runs_kernel_runs_times_and_its_row_has_the_spread(monkeypatch):
-    """One kernel run is no figure on a guest whose speed moves: [quick]'s N runs."""
+    """One kernel run is no figure on a guest whose speed moves: [quick]'s N runs.
+
+    The models run their own, longer window (model_duration_s).
+    """
     pages = iter([90.0, 110.0, 100.0] * len(EXP["cases"]))
     ran = []
 
     def kernel(spec, profile_with):
         ran.append(spec["workload"])
+        assert spec["duration_s"] == EXP["quick"]["duration_s"]
         return _result(next(pages), {"clear_page_erms": 10.0}, {})
 
     timing = (
@@ -147,10 +151,17 @@ def test_the_kernel_runs_kernel_runs_times_and_its_row_has_the_spread(monkeypatc
     build = {"enabled": False, "source": "a test"}
     monkeypatch.setattr(hostmodel, "_build", lambda: build)
     monkeypatch.setattr(hostmodel, "execute_run", kernel)
-    monkeypatch.setattr(
-        hostmodel.runs, "run_specs", lambda specs, *_, **__: [_result(1, {}, {})] * 2
-    )
+    modelled = []
+
+    def models(specs, *_, **__):
+        modelled.extend(specs)
+        return [_result(1, {}, {})] * 2
+
+    monkeypatch.setattr(hostmodel.runs, "run_specs", models)
     rows = hostmodel.run(True, 1)
+    # the sims run long enough that a munmap more or less is no 3-5% step
+    assert {s["duration_s"] for s in modelled} == {EXP["quick"]["model_duration_s"]}
+    assert EXP["quick"]["model_duration_s"] >= 10 * EXP["quick"]["duration_s"]
     runs_per_case = EXP["quick"]["kernel_runs"]
     assert runs_per_case >= 3
     assert len(ran) == runs_per_case * len(EXP["cases"])

@@ -113,6 +113,7 @@ def run(quick: bool, workers: int, *, scheduler: Any = None) -> list[dict[str, A
         rows.append(_row(case, "host", kernels, exp))
         instrument = _instrument(kernels[0], exp)
         sim = _model_spec(spec, exp, build, instrument)
+        sim["duration_s"] = mode["model_duration_s"]
         for model in MODELS:
             specs = [
                 {**sim, "machine": profiles[model], "seed": seed}
