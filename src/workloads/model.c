@@ -87,9 +87,12 @@ void task_stats_detach(struct task *t)
 
 /*
  * The pages of this iteration: the mapping size, except that a task's
- * first iteration maps a random part of it. Real tasks drift apart within
- * seconds; in a simulation nothing jitters, and tasks that started
- * together would fault and unmap in lockstep for ever.
+ * first iteration maps a random part of it, so tasks run at spread phases
+ * from the start. A choice, not will-it-scale's: its tasks leave one
+ * barrier together, and the fault's own jitter (work_cv) averages out over
+ * an iteration, so tasks started together stay in step for seconds and
+ * double the zone->lock share of the 2018 servers at batch 31
+ * (docs/fidelity.md, "Tasks that start in step").
  */
 unsigned long iteration_pages(struct task *t)
 {
