@@ -96,6 +96,7 @@ CASES: list[tuple[str, str, tuple[str, ...], str]] = [
         "--scale-max-schedule",
     ),
     ("run", "--relinquish", (*RUN, "--relinquish", "never"), "relinquish"),
+    ("run", "--task-start", (*RUN, "--task-start", "lockstep"), "task-start"),
     ("run", "--no-free-scaling", (*RUN, "--no-free-scaling=yes"), "--no-free-scaling"),
     ("run", "--no-alloc-scaling", (*RUN, "--no-alloc-scaling=1"), "--no-alloc-scal"),
     ("run", "--pagevec-size", (*RUN, "--pagevec-size", "32"), "PAGEVEC_SIZE takes 1"),

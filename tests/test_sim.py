@@ -445,3 +445,27 @@ def test_run_sets_folios_put_release_both_ways(pcplab, kernel, flag, expected):
     spec = json.loads(proc.stdout)["spec"]
     assert spec["folios_put_release"] is expected
     assert spec["kernel"] == kernel
+
+
+def test_tasks_started_in_step_fill_their_first_mapping_whole():
+    """task_start in_step: no task unmaps before its first whole mapping.
+
+    Eight tasks of 256 MiB, stopped after a fraction of one mapping: in
+    step, no page is freed; staggered, the first mappings are random parts
+    of 256 MiB and some task's ends (and unmaps) inside the window.
+    """
+    spec = sim_spec(
+        "epyc-7w83-vm",
+        workload="page_fault1",
+        tasks=8,
+        size_mib=256,
+        warmup_s=0.0,
+        duration_s=0.05,
+        seed=1,
+    )
+    freed = {}
+    for start in ("staggered", "in_step"):
+        result = engine.run({**spec, "task_start": start})
+        assert result["spec"]["task_start"] == start
+        freed[start] = result["vmstat"]["pgfree"]
+    assert freed["in_step"] == 0 < freed["staggered"]

@@ -288,6 +288,7 @@ def pagesets(
     default=None,
 )
 @option("config_debug_list", "--config-debug-list", is_flag=True)
+@option("task_start", "--task-start")
 @option("memory_mib", "--memory-mib", metavar="M")
 @option("size_mib", "--size-mib", metavar="M")
 @option("seed", "--seed", metavar="N")
@@ -331,6 +332,7 @@ def run(
     no_free_scaling: bool,
     no_alloc_scaling: bool,
     config_debug_list: bool,
+    task_start: str | None,
     pagevec_size: int | None,
     folios_put_release: bool | None,
     memory_mib: int | None,
@@ -407,6 +409,7 @@ def run(
         "high_fraction": high_fraction,
         "scale_max": scale_max,
         "relinquish": relinquish,
+        "task_start": task_start,
         "memory_mib": memory_mib,
         "size_mib": size_mib,
         "seed": seed,

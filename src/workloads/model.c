@@ -87,16 +87,17 @@ void task_stats_detach(struct task *t)
 
 /*
  * The pages of this iteration: the mapping size, except that a task's
- * first iteration maps a random part of it, so tasks run at spread phases
- * from the start. A choice, not will-it-scale's: its tasks leave one
- * barrier together, and the fault's own jitter (work_cv) averages out over
- * an iteration, so tasks started together stay in step for seconds and
- * double the zone->lock share of the 2018 servers at batch 31
- * (docs/fidelity.md, "Tasks that start in step").
+ * first iteration maps a random part of it unless the tasks start in step
+ * (task_start), so tasks run at staggered phases from the start. A
+ * choice, not will-it-scale's: its tasks leave one barrier together, and
+ * the fault's own jitter (work_cv) averages out over an iteration, so
+ * tasks started together stay in step for seconds and double the
+ * zone->lock share of the 2018 servers at batch 31 (docs/fidelity.md,
+ * "Tasks that start in step").
  */
 unsigned long iteration_pages(struct task *t)
 {
-	if (t->iterations++)
+	if (t->iterations++ || t->start_in_step)
 		return t->size_pages;
 	return 1 + prandom_below(&t->rnd, t->size_pages);
 }

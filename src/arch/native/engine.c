@@ -231,6 +231,7 @@ static int start_tasks(struct native_run *run, pthread_t *threads, char *err)
 
 		t->cpu = i;
 		t->size_pages = (spec->size_mib << 20) / PAGE_SIZE;
+		t->start_in_step = spec->start_in_step;
 		t->stop = &run->stop;
 		t->measure_ns = UINT64_MAX;
 		t->deadline_ns = UINT64_MAX;

@@ -280,6 +280,7 @@ int engine_run(const struct spec *spec, struct run_result *res, char *err)
 
 		t->cpu = cpus[i];
 		t->size_pages = (spec->size_mib << 20) / PAGE_SIZE;
+		t->start_in_step = spec->start_in_step;
 		t->stop = &t->stopped;
 		t->measure_ns = measure;
 		t->deadline_ns = deadline;

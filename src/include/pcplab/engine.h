@@ -32,6 +32,7 @@ struct spec {
 	bool no_free_scaling;
 	bool no_alloc_scaling;
 	bool config_debug_list; /* the build's CONFIG_DEBUG_LIST */
+	bool start_in_step; /* task_start "in_step": every first iteration whole */
 	int pagevec_size; /* lru_batch; absent: the generation's */
 	bool folios_put_release; /* absent: the generation's */
 	unsigned long memory_mib;

@@ -27,6 +27,7 @@ struct task {
 	int cpu;
 	struct task_mm mm;
 	unsigned long size_pages; /* the mapping size of one iteration */
+	bool start_in_step; /* the first iteration whole too (task_start) */
 	u64 ops; /* ops done; read racily by samplers */
 	const int *stop; /* set when the run ends (or &stopped) */
 	int stopped; /* the task's own stop flag (deadline reached) */

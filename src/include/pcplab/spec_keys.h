@@ -173,6 +173,14 @@ struct spec_key {
 		    "list_add/list_del calls __list_add_valid_or_report/" \
 		    "__list_del_entry_valid_or_report out of line (sim: "	\
 		    "charged under the list's lock).")			\
+	KEY(task_start, FIELD(start_in_step), NO_FIELD,			\
+	    .type = KEY_CHOICE, .engines = ENGINES_MODEL,		\
+	    .choices = "staggered, in_step", .def_text = "staggered",	\
+	    .help = "How the tasks start: staggered (each task's first " \
+		    "iteration maps a random part of its mapping, so the " \
+		    "tasks' phases are spread from the start) or in_step " \
+		    "(every first iteration whole: will-it-scale's tasks, " \
+		    "and the host engine's, leave one barrier together).") \
 	KEY(pagevec_size, FIELD(pagevec_size), NO_FIELD,		\
 	    .type = KEY_INT, .lo = 1, .hi = FOLIO_BATCH_MAX,		\
 	    .flags = KEY_COMPUTED, .engines = ENGINES_MODEL,		\
