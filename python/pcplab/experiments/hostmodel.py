@@ -147,7 +147,7 @@ def _model_spec(
     """Return a case's spec for the models: instrumented, built and started as here.
 
     The host engine's tasks leave one start barrier together (src/host), so
-    the models' start in step too: staggered, mmap_fill's first fill of a
+    the models' tasks start in step too: staggered, mmap_fill's first fill of a
     few GiB ends inside a one-second window in the sim and not on the host.
     """
     sim = {**spec, "engine": "sim", "kernel": exp["kernel"], "instrument": instrument}
